@@ -1,0 +1,1 @@
+//! Procedural macros for `csp`. Use them through the `csp` crate.

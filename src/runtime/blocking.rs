@@ -1,0 +1,174 @@
+//! The blocking pool: OS threads for `spawn_blocking` closures, grown on demand up to
+//! [`BLOCKING_MAX_THREADS`] and retired after [`BLOCKING_KEEP_ALIVE`] idle.
+//!
+//! A blocking closure is a task like a process (same allocation, state word, registry
+//! entry and `JoinHandle`), marked `BLOCKING`, whose future runs the closure in one poll.
+//! Its run queue entry travels to a pool thread over a crossbeam channel. Runtime
+//! shutdown cancels closures that have not started (through the registry) and never
+//! waits for a running one longer than its timeout.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use crate::loom::sync::{Condvar, Mutex};
+use crate::loom::thread;
+use crate::runtime::{Handle, context};
+use crate::task::Notified;
+use crate::tuning::{BLOCKING_KEEP_ALIVE, BLOCKING_MAX_THREADS};
+
+/// The future of a blocking task: runs the closure to completion in its one poll.
+pub(crate) struct BlockingTask<F>(Option<F>);
+
+impl<F> BlockingTask<F> {
+    pub(crate) fn new(f: F) -> BlockingTask<F> {
+        BlockingTask(Some(f))
+    }
+}
+
+impl<F> Unpin for BlockingTask<F> {}
+
+impl<F: FnOnce() -> R, R> Future for BlockingTask<F> {
+    type Output = R;
+
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<R> {
+        let f = self
+            .0
+            .take()
+            .expect("csp: a blocking task was polled after it completed");
+        Poll::Ready(f())
+    }
+}
+
+pub(crate) struct BlockingPool {
+    /// `Some(entry)`: run it; `None`: exit (one per thread at shutdown).
+    sender: Sender<Option<Notified>>,
+    receiver: Receiver<Option<Notified>>,
+    state: Mutex<PoolState>,
+    /// Signalled when the last thread exits.
+    all_exited: Condvar,
+    thread_name: String,
+}
+
+struct PoolState {
+    threads: usize,
+    /// Threads waiting for work that no submitted entry has claimed yet.
+    idle: usize,
+    shutdown: bool,
+    spawned: usize,
+}
+
+impl BlockingPool {
+    pub(crate) fn new(thread_name: String) -> BlockingPool {
+        let (sender, receiver) = crossbeam_channel::unbounded();
+        BlockingPool {
+            sender,
+            receiver,
+            state: Mutex::new(PoolState {
+                threads: 0,
+                idle: 0,
+                shutdown: false,
+                spawned: 0,
+            }),
+            all_exited: Condvar::new(),
+            thread_name,
+        }
+    }
+
+    /// Hands a blocking task's entry to an idle thread, or to a new one.
+    pub(crate) fn submit(&self, entry: Notified, handle: &Handle) {
+        let spawn_index = {
+            let mut state = self.state.lock();
+            if state.shutdown {
+                // Shutdown cancels the task through the registry; the entry is stale.
+                return;
+            }
+            if state.idle > 0 {
+                state.idle -= 1;
+                None
+            } else if state.threads < BLOCKING_MAX_THREADS {
+                state.threads += 1;
+                state.spawned += 1;
+                Some(state.spawned)
+            } else {
+                None
+            }
+        };
+        self.sender
+            .send(Some(entry))
+            .expect("csp: the blocking pool's channel closed while its runtime lives");
+        if let Some(index) = spawn_index {
+            let handle = handle.clone();
+            let spawned = thread::Builder::new()
+                .name(format!("{}-blocking-{index}", self.thread_name))
+                .spawn(move || handle.shared.blocking().thread_main(&handle));
+            if let Err(err) = spawned {
+                self.thread_exited();
+                panic!("csp: could not start a blocking-pool thread: {err}");
+            }
+        }
+    }
+
+    fn thread_main(&self, handle: &Handle) {
+        let _enter = context::enter(handle.clone());
+        loop {
+            match self.receiver.recv_timeout(BLOCKING_KEEP_ALIVE) {
+                Ok(Some(entry)) => {
+                    entry.run();
+                    self.state.lock().idle += 1;
+                }
+                Ok(None) | Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    let mut state = self.state.lock();
+                    // Retire only if an idle thread is unclaimed (this one); otherwise a
+                    // submitted entry is on its way to us.
+                    if state.idle > 0 {
+                        state.idle -= 1;
+                        drop(state);
+                        break;
+                    }
+                }
+            }
+        }
+        self.thread_exited();
+    }
+
+    fn thread_exited(&self) {
+        let mut state = self.state.lock();
+        state.threads -= 1;
+        if state.threads == 0 {
+            self.all_exited.notify_all();
+        }
+    }
+
+    /// Stops taking work, drops entries not yet picked up (their tasks are cancelled
+    /// through the registry) and tells every thread to exit when it is free.
+    pub(crate) fn shutdown(&self) {
+        let threads = {
+            let mut state = self.state.lock();
+            state.shutdown = true;
+            state.threads
+        };
+        while let Ok(message) = self.receiver.try_recv() {
+            drop(message);
+        }
+        for _ in 0..threads {
+            let _ = self.sender.send(None);
+        }
+    }
+
+    /// Waits until every pool thread has exited or `deadline` passes.
+    pub(crate) fn wait_exited(&self, deadline: Instant) {
+        let mut state = self.state.lock();
+        while state.threads > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            state = self.all_exited.wait_timeout(state, deadline - now);
+        }
+    }
+}

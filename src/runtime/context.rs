@@ -1,0 +1,116 @@
+//! Which runtime the current thread is in, and whether csp is polling on it.
+//!
+//! A thread is in runtime R while it is one of R's workers, inside `R.block_on`, or on
+//! R's blocking pool (API.md).
+
+use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
+
+use crate::loom::thread_local;
+use crate::runtime::Handle;
+use crate::runtime::worker::Local;
+
+struct Context {
+    /// Set for the lifetime of a worker thread's loop.
+    worker: Cell<Option<NonNull<Local>>>,
+    /// Set inside `block_on` and on blocking-pool threads.
+    entered: RefCell<Option<Handle>>,
+    /// csp is polling a process or a `block_on` future on this thread.
+    polling: Cell<bool>,
+}
+
+thread_local! {
+    static CONTEXT: Context = Context {
+        worker: Cell::new(None),
+        entered: RefCell::new(None),
+        polling: Cell::new(false),
+    };
+}
+
+/// Calls `f` with the worker running on this thread, if any.
+pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Local>) -> R) -> R {
+    let worker = CONTEXT.try_with(|cx| cx.worker.get()).ok().flatten();
+    // SAFETY: the pointer is set only while the worker's `Local` lives on this thread's
+    // stack (see `WorkerGuard`), and `Local` is only used from this thread.
+    f(worker.map(|ptr| unsafe { ptr.as_ref() }))
+}
+
+/// The handle of the runtime this thread is in.
+pub(crate) fn current_handle() -> Option<Handle> {
+    if let Some(handle) = with_worker(|local| local.map(Local::handle)) {
+        return Some(handle);
+    }
+    CONTEXT
+        .try_with(|cx| cx.entered.borrow().clone())
+        .ok()
+        .flatten()
+}
+
+/// True while csp polls a process or a `block_on` future on this thread.
+pub(crate) fn is_polling() -> bool {
+    with_worker(|local| local.is_some_and(Local::is_polling))
+        || CONTEXT.try_with(|cx| cx.polling.get()).unwrap_or(false)
+}
+
+/// Panics with advice if csp is polling on this thread: blocking it would stall every
+/// process queued behind.
+#[track_caller]
+pub(crate) fn assert_may_block(what: &str) {
+    if is_polling() {
+        panic!(
+            "csp: {what} was called from inside a csp process or block_on future, where \
+             blocking the thread would stall the runtime; .await the future instead"
+        );
+    }
+}
+
+/// Marks this thread as a worker while the guard lives.
+pub(crate) struct WorkerGuard(());
+
+impl WorkerGuard {
+    /// # Safety
+    /// `local` must outlive the guard and stay on this thread.
+    pub(crate) unsafe fn new(local: &Local) -> WorkerGuard {
+        CONTEXT.with(|cx| cx.worker.set(Some(NonNull::from(local))));
+        WorkerGuard(())
+    }
+}
+
+impl Drop for WorkerGuard {
+    fn drop(&mut self) {
+        let _ = CONTEXT.try_with(|cx| cx.worker.set(None));
+    }
+}
+
+/// Puts this thread in a runtime while the guard lives.
+pub(crate) struct EnterGuard {
+    previous: Option<Handle>,
+}
+
+pub(crate) fn enter(handle: Handle) -> EnterGuard {
+    let previous = CONTEXT.with(|cx| cx.entered.replace(Some(handle)));
+    EnterGuard { previous }
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        let _ = CONTEXT.try_with(|cx| cx.entered.replace(previous));
+    }
+}
+
+/// Marks csp as polling on this thread while the guard lives.
+pub(crate) struct PollingGuard {
+    previous: bool,
+}
+
+pub(crate) fn polling() -> PollingGuard {
+    let previous = CONTEXT.with(|cx| cx.polling.replace(true));
+    PollingGuard { previous }
+}
+
+impl Drop for PollingGuard {
+    fn drop(&mut self) {
+        let _ = CONTEXT.try_with(|cx| cx.polling.set(self.previous));
+    }
+}

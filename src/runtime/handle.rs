@@ -1,0 +1,106 @@
+//! A cloneable reference to a runtime, for spawning onto it from anywhere.
+
+use std::future::Future;
+use std::panic::Location;
+
+use crate::loom::sync::Arc;
+use crate::runtime::{Shared, context};
+use crate::task::JoinHandle;
+
+/// A cloneable, `Send + Sync` reference to a [`Runtime`](crate::Runtime) that spawns onto
+/// it from anywhere: a plain thread, a tokio task, another runtime.
+///
+/// ```
+/// let rt = csp::Runtime::new().unwrap();
+/// let handle = rt.handle();
+/// let from_thread = std::thread::spawn(move || handle.spawn(async { 40 + 2 }))
+///     .join()
+///     .unwrap();
+/// assert_eq!(rt.block_on(from_thread).unwrap(), 42);
+/// ```
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Handle {
+    /// The handle of the runtime the current thread is in: one of its workers, inside
+    /// its `block_on`, or on its blocking pool.
+    ///
+    /// # Panics
+    /// Outside any csp runtime, with a message saying what to use instead.
+    ///
+    /// ```
+    /// let rt = csp::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let handle = csp::Handle::current();
+    ///     handle.spawn(async {}).await.unwrap();
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn current() -> Handle {
+        Handle::try_current().unwrap_or_else(|| {
+            panic!(
+                "csp: Handle::current() called outside a csp runtime; call it from a csp \
+                 process, inside Runtime::block_on or on a spawn_blocking thread, or use \
+                 Handle::try_current(), or csp::spawn (which falls back to the default \
+                 runtime), or keep a Handle from Runtime::handle()"
+            )
+        })
+    }
+
+    /// As [`current`](Self::current), but `None` outside a runtime.
+    ///
+    /// ```
+    /// assert!(csp::Handle::try_current().is_none());
+    /// ```
+    pub fn try_current() -> Option<Handle> {
+        context::current_handle()
+    }
+
+    /// Spawns a process onto this runtime and returns its [`JoinHandle`]. The process
+    /// starts running at once, whether or not the handle is awaited; dropping the
+    /// handle detaches it. On a runtime that is shutting down, the handle resolves to a
+    /// cancelled [`JoinError`](crate::JoinError).
+    ///
+    /// ```
+    /// let rt = csp::Runtime::new().unwrap();
+    /// let h = rt.handle().spawn(async { 7 });
+    /// assert_eq!(rt.block_on(h).unwrap(), 7);
+    /// ```
+    #[track_caller]
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn(future, Location::caller())
+    }
+
+    /// Runs the blocking closure `f` on this runtime's blocking pool, a set of threads
+    /// apart from the workers, so it cannot stall processes. The pool grows on demand up
+    /// to 512 threads; idle threads exit after 10 s.
+    ///
+    /// ```
+    /// let rt = csp::Runtime::new().unwrap();
+    /// let h = rt.handle().spawn_blocking(|| std::fs::metadata(".").is_ok());
+    /// assert!(rt.block_on(h).unwrap());
+    /// ```
+    #[track_caller]
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.shared.spawn_blocking(f, Location::caller())
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("workers", &self.shared.workers())
+            .field("shutting_down", &self.shared.is_shutdown())
+            .finish()
+    }
+}

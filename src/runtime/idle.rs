@@ -1,0 +1,101 @@
+//! Which workers are searching for work or asleep, and the event they sleep on.
+//!
+//! The rule (DESIGN.md): new work wakes one parked worker only when no worker is already
+//! searching, so a burst of spawns wakes one thread, not all of them. No wake is lost:
+//!
+//! - whoever makes work visible calls [`Idle::notify_work`], which fences and then reads
+//!   the searching and sleeping counts;
+//! - a worker stops searching or goes to sleep by first changing those counts, then
+//!   fencing, then looking at every queue once more.
+//!
+//! With a `SeqCst` fence on both sides, either the worker's last look sees the new work,
+//! or the notifier sees the worker still searching (it will look again) or registered as
+//! a sleeper (it gets the notification). `event-listener` keeps a notification sent to a
+//! listener that has not started waiting yet, and `notify(1)` wakes nobody new while an
+//! earlier notification is still unconsumed.
+
+use event_listener::{Event, EventListener};
+
+use crate::loom::sync::atomic::{AtomicUsize, Ordering, fence};
+
+pub(crate) struct Idle {
+    /// Workers looking for work to steal.
+    searching: AtomicUsize,
+    /// Workers registered to sleep (between `prepare_park` and `finish_park`).
+    sleepers: AtomicUsize,
+    /// What sleeping workers wait on.
+    event: Event,
+    workers: usize,
+}
+
+impl Idle {
+    pub(crate) fn new(workers: usize) -> Idle {
+        Idle {
+            searching: AtomicUsize::new(0),
+            sleepers: AtomicUsize::new(0),
+            event: Event::new(),
+            workers,
+        }
+    }
+
+    /// New work is in a queue: wake one sleeper unless some worker is already searching.
+    pub(crate) fn notify_work(&self) {
+        // SeqCst: orders the caller's push before the two loads below, against the fence
+        // in a worker's last look (module docs).
+        fence(Ordering::SeqCst);
+        // Relaxed: the fence above orders these loads.
+        if self.searching.load(Ordering::Relaxed) == 0 && self.sleepers.load(Ordering::Relaxed) > 0
+        {
+            self.event.notify(1);
+        }
+    }
+
+    /// Wakes every sleeper (shutdown).
+    pub(crate) fn notify_all(&self) {
+        self.event.notify(usize::MAX);
+    }
+
+    /// Counts the caller as searching, unless half the workers already are (more
+    /// thieves than that only fight over the same queues).
+    pub(crate) fn try_start_searching(&self) -> bool {
+        // Relaxed: a stale count only lets one thief too many search, or one too few.
+        let searching = self.searching.load(Ordering::Relaxed);
+        if 2 * searching >= self.workers.max(2) {
+            return false;
+        }
+        // SeqCst: part of the handshake in the module docs.
+        self.searching.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+
+    /// The caller stops searching; true if it was the last searcher, in which case work
+    /// that arrived meanwhile woke nobody, and the caller must pass the word on (if it
+    /// found work) or look once more (if it goes to sleep).
+    #[must_use]
+    pub(crate) fn stop_searching(&self) -> bool {
+        // SeqCst: part of the handshake in the module docs.
+        self.searching.fetch_sub(1, Ordering::SeqCst) == 1
+    }
+
+    /// Registers the caller as a sleeper (and no longer a searcher, if it was one). The
+    /// caller must then look at every queue once more, and either wait on the listener or
+    /// call `finish_park`.
+    pub(crate) fn prepare_park(&self, was_searching: bool) -> EventListener {
+        // SeqCst: part of the handshake in the module docs.
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let listener = self.event.listen();
+        if was_searching {
+            // Whether it was the last searcher does not matter: it looks once more below.
+            let _ = self.stop_searching();
+        }
+        // SeqCst: the caller's last look at the queues comes after this fence.
+        fence(Ordering::SeqCst);
+        listener
+    }
+
+    /// The caller is awake again (or never slept).
+    pub(crate) fn finish_park(&self) {
+        // SeqCst: part of the handshake in the module docs.
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,45 @@
+//! What `Runtime::processes()` reports about each live process.
+
+use std::panic::Location;
+
+/// The scheduling state of a live process (see `src/task/state.rs`).
+///
+/// ```
+/// let state = csp::ProcessState::Sleeping;
+/// assert_ne!(state, csp::ProcessState::Running);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProcessState {
+    /// Waiting for an event; in no run queue.
+    Sleeping,
+    /// In a run queue, waiting for a worker.
+    Queued,
+    /// Being polled by a worker.
+    Running,
+    /// Woken while being polled: it will be queued again when the poll returns.
+    Yielding,
+}
+
+/// One live process, as [`Runtime::processes`](crate::Runtime::processes) reports it.
+///
+/// ```
+/// let rt = csp::Runtime::new().unwrap();
+/// let handle = rt.spawn(std::future::pending::<()>());
+/// let info = rt.processes().into_iter().find(|p| p.id == handle.id()).unwrap();
+/// assert!(info.spawned_at.file().ends_with(".rs"));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ProcessInfo {
+    /// Unique id (as [`JoinHandle::id`](crate::JoinHandle::id)), never reused.
+    pub id: u64,
+    /// The scheduling state at the moment of the dump.
+    pub state: ProcessState,
+    /// Where it was spawned.
+    pub spawned_at: &'static Location<'static>,
+    /// What it waits on, e.g. `"recv on channel #7"`; `None` when it waits on nothing
+    /// csp knows about. Channels do not record their waits yet, so this is `None` for
+    /// every process in this version.
+    pub waiting_on: Option<String>,
+}

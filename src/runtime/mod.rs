@@ -1,0 +1,38 @@
+//! The executor: a work-stealing pool of worker threads running processes.
+//!
+//! - `builder.rs`, `runtime.rs`, `handle.rs`, `default.rs`: configuring, owning and
+//!   reaching a runtime;
+//! - `worker.rs`: the worker loop and scheduling policy (start reading here);
+//! - `queue.rs`, `idle.rs`: run queues, and searching/parking workers;
+//! - `shared.rs`: what workers, handles and processes share;
+//! - `registry.rs`: the live processes, for shutdown and dumps;
+//! - `blocking.rs`: the `spawn_blocking` pool;
+//! - `context.rs`: which runtime the current thread is in;
+//! - `block_on.rs`, `spawn.rs`: the entry points;
+//! - `metrics.rs`, `info.rs`: counters and process dumps.
+
+mod block_on;
+mod blocking;
+mod builder;
+mod context;
+mod default;
+mod handle;
+mod idle;
+mod info;
+mod latch;
+mod metrics;
+mod queue;
+mod registry;
+#[allow(clippy::module_inception)] // the file is named after the concept it holds
+mod runtime;
+mod shared;
+mod spawn;
+pub(crate) mod worker;
+
+pub use builder::Builder;
+pub use handle::Handle;
+pub use info::{ProcessInfo, ProcessState};
+pub use metrics::Metrics;
+pub use runtime::Runtime;
+pub(crate) use shared::{Schedule, Shared};
+pub use spawn::{block_on, spawn, spawn_blocking, yield_now};

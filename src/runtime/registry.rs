@@ -1,0 +1,180 @@
+//! The registry of live processes: what runtime shutdown walks to cancel processes that
+//! sit in no queue, and what `Runtime::processes()` and the metrics read.
+//!
+//! Sharded by process id, each shard an intrusive doubly linked list (the links follow
+//! the process header) under its own lock, so a process completing on any worker unlinks
+//! itself without a global lock. Each linked process holds one reference for its entry;
+//! whoever unlinks it takes that reference over.
+
+use std::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use crate::loom::sync::Mutex;
+use crate::task::RawTask;
+use crate::task::header::Header;
+use crate::tuning::REGISTRY_SHARDS_PER_WORKER;
+
+pub(crate) struct Registry {
+    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    mask: usize,
+}
+
+struct Shard {
+    head: Option<NonNull<Header>>,
+    /// Linked processes, not counting `spawn_blocking` tasks.
+    processes: u64,
+    /// Set at shutdown: nothing new may be linked.
+    closed: bool,
+}
+
+// SAFETY: the pointers are headers of processes that the shard holds a reference to, and
+// the list is read and written only under the shard's lock.
+unsafe impl Send for Shard {}
+
+impl Shard {
+    fn links_of(
+        ptr: NonNull<Header>,
+    ) -> &'static crate::loom::cell::UnsafeCell<crate::task::header::Links> {
+        // SAFETY: only called on linked processes, which the shard keeps alive, and the
+        // returned reference is used only while the shard lock is held.
+        unsafe { Header::links(ptr) }
+    }
+
+    fn push_front(&mut self, ptr: NonNull<Header>) {
+        let old_head = self.head;
+        // SAFETY: the shard lock is held (links are only touched under it).
+        Self::links_of(ptr).with_mut(|links| unsafe {
+            (*links).prev = None;
+            (*links).next = old_head;
+        });
+        if let Some(old) = old_head {
+            // SAFETY: as above.
+            Self::links_of(old).with_mut(|links| unsafe { (*links).prev = Some(ptr) });
+        }
+        self.head = Some(ptr);
+    }
+
+    /// Unlinks `ptr` if it is linked here; false if it is not.
+    fn unlink(&mut self, ptr: NonNull<Header>) -> bool {
+        // SAFETY: the shard lock is held.
+        let (prev, next) =
+            Self::links_of(ptr).with(|links| unsafe { ((*links).prev, (*links).next) });
+        if prev.is_none() && self.head != Some(ptr) {
+            return false;
+        }
+        match prev {
+            // SAFETY: the shard lock is held; `p` is linked, so live.
+            Some(p) => Self::links_of(p).with_mut(|links| unsafe { (*links).next = next }),
+            None => self.head = next,
+        }
+        if let Some(n) = next {
+            // SAFETY: as above.
+            Self::links_of(n).with_mut(|links| unsafe { (*links).prev = prev });
+        }
+        // SAFETY: as above.
+        Self::links_of(ptr).with_mut(|links| unsafe {
+            (*links).prev = None;
+            (*links).next = None;
+        });
+        true
+    }
+}
+
+fn counts_as_process(raw: RawTask) -> u64 {
+    u64::from(!raw.state().load().is_blocking())
+}
+
+impl Registry {
+    pub(crate) fn new(workers: usize) -> Registry {
+        let shards = (workers * REGISTRY_SHARDS_PER_WORKER).next_power_of_two();
+        Registry {
+            shards: (0..shards)
+                .map(|_| {
+                    CachePadded::new(Mutex::new(Shard {
+                        head: None,
+                        processes: 0,
+                        closed: false,
+                    }))
+                })
+                .collect(),
+            mask: shards - 1,
+        }
+    }
+
+    fn shard(&self, raw: RawTask) -> &Mutex<Shard> {
+        // Truncating the id is fine: only its low bits pick the shard.
+        &self.shards[raw.id() as usize & self.mask]
+    }
+
+    /// Links a new process, taking over its registry reference. False if the runtime is
+    /// shutting down: the reference stays with the caller, who must cancel the process.
+    #[must_use]
+    pub(crate) fn insert(&self, raw: RawTask) -> bool {
+        let mut shard = self.shard(raw).lock();
+        if shard.closed {
+            return false;
+        }
+        shard.push_front(raw.as_ptr());
+        shard.processes += counts_as_process(raw);
+        true
+    }
+
+    /// Unlinks a completed process. True if it was linked: its registry reference is then
+    /// the caller's to release. False if shutdown already took it.
+    #[must_use]
+    pub(crate) fn remove(&self, raw: RawTask) -> bool {
+        let mut shard = self.shard(raw).lock();
+        if !shard.unlink(raw.as_ptr()) {
+            return false;
+        }
+        shard.processes -= counts_as_process(raw);
+        true
+    }
+
+    /// Closes every shard, then cancels every linked process in place (or leaves it to
+    /// the worker polling it) and releases its registry reference.
+    pub(crate) fn close_and_shutdown_all(&self) {
+        for shard in self.shards.iter() {
+            shard.lock().closed = true;
+        }
+        for shard in self.shards.iter() {
+            loop {
+                let raw = {
+                    let mut shard = shard.lock();
+                    let Some(head) = shard.head else { break };
+                    let unlinked = shard.unlink(head);
+                    debug_assert!(unlinked);
+                    // SAFETY: a linked header, whose registry reference we now hold.
+                    let raw = unsafe { RawTask::from_raw(head) };
+                    shard.processes -= counts_as_process(raw);
+                    raw
+                };
+                // Outside the lock: the cancelled future's drop and completion may touch
+                // the registry again.
+                raw.shutdown();
+                // SAFETY: the registry reference taken over above.
+                unsafe { raw.drop_reference() };
+            }
+        }
+    }
+
+    /// Calls `f` on every linked process, one shard lock at a time.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(RawTask)) {
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            let mut cursor = shard.head;
+            while let Some(ptr) = cursor {
+                // SAFETY: linked, so live while the lock is held.
+                f(unsafe { RawTask::from_raw(ptr) });
+                // SAFETY: the shard lock is held.
+                cursor = Shard::links_of(ptr).with(|links| unsafe { (*links).next });
+            }
+        }
+    }
+
+    /// Live processes (`spawn_blocking` tasks not counted).
+    pub(crate) fn processes(&self) -> u64 {
+        self.shards.iter().map(|shard| shard.lock().processes).sum()
+    }
+}

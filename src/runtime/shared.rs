@@ -1,0 +1,266 @@
+//! The state a runtime's workers, handles and processes share.
+
+use std::future::Future;
+use std::panic::Location;
+
+use crossbeam_utils::CachePadded;
+
+use crate::id::next_process_id;
+use crate::loom::sync::Arc;
+use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::runtime::blocking::{BlockingPool, BlockingTask};
+use crate::runtime::idle::Idle;
+use crate::runtime::latch::Latch;
+use crate::runtime::metrics::{self, Metrics, WorkerCounters, bump};
+use crate::runtime::queue::{Injector, LocalQueue, Steal, Stealer};
+use crate::runtime::registry::Registry;
+use crate::runtime::{Handle, ProcessInfo, context};
+use crate::task::{self, JoinHandle, NewTask, Notified};
+
+/// Why a process is being put on a run queue; decides where it goes (worker.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// Newly spawned.
+    Spawn,
+    /// Woken by a waker or an abort.
+    Wake,
+    /// Woken during its own poll: goes to the back of the queue, never the handoff slot.
+    Yield,
+}
+
+pub(crate) struct Shared {
+    injector: Injector,
+    stealers: Box<[Stealer]>,
+    counters: Box<[CachePadded<WorkerCounters>]>,
+    /// Spawns from outside this runtime's workers.
+    remote_spawned: AtomicU64,
+    idle: Idle,
+    registry: Registry,
+    blocking: BlockingPool,
+    shutdown: AtomicBool,
+    workers_running: Latch,
+}
+
+impl Shared {
+    /// A runtime's shared state and its workers' queues (threads are started by the
+    /// caller, so loom models can drive workers by hand).
+    pub(crate) fn new(workers: usize, thread_name: String) -> (Arc<Shared>, Vec<LocalQueue>) {
+        let (queues, stealers): (Vec<_>, Vec<_>) = (0..workers).map(|_| LocalQueue::new()).unzip();
+        let shared = Arc::new(Shared {
+            injector: Injector::default(),
+            stealers: stealers.into_boxed_slice(),
+            counters: (0..workers).map(|_| CachePadded::default()).collect(),
+            remote_spawned: AtomicU64::new(0),
+            idle: Idle::new(workers),
+            registry: Registry::new(workers),
+            blocking: BlockingPool::new(thread_name),
+            shutdown: AtomicBool::new(false),
+            workers_running: Latch::new(0),
+        });
+        (shared, queues)
+    }
+
+    pub(crate) fn workers(&self) -> usize {
+        self.stealers.len()
+    }
+
+    pub(crate) fn idle(&self) -> &Idle {
+        &self.idle
+    }
+
+    pub(crate) fn injector(&self) -> &Injector {
+        &self.injector
+    }
+
+    pub(crate) fn stealers(&self) -> &[Stealer] {
+        &self.stealers
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub(crate) fn blocking(&self) -> &BlockingPool {
+        &self.blocking
+    }
+
+    pub(crate) fn counters(&self, worker: usize) -> &WorkerCounters {
+        &self.counters[worker]
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        // Acquire: a worker that sees shutdown also sees everything done before it.
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// True if any run queue holds work (the last look before a worker parks).
+    pub(crate) fn has_work(&self) -> bool {
+        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// Puts a process on a run queue: this worker's, if the caller is one of this
+    /// runtime's workers, else the injector.
+    pub(crate) fn schedule(&self, entry: Notified, how: Schedule) {
+        let entry = context::with_worker(|local| match local {
+            Some(local) if local.belongs_to(self) => {
+                local.schedule(entry, how);
+                None
+            }
+            _ => Some(entry),
+        });
+        if let Some(entry) = entry {
+            self.push_remote(entry);
+        }
+    }
+
+    fn push_remote(&self, entry: Notified) {
+        self.injector.push(entry);
+        // Includes a SeqCst fence, which orders the push before the shutdown check.
+        self.idle.notify_work();
+        // SeqCst: with the fence above, and `begin_shutdown`'s SeqCst store before its
+        // drain, either the drain sees this entry or this load sees the shutdown.
+        if self.shutdown.load(Ordering::SeqCst) {
+            self.drain_injector();
+        }
+    }
+
+    /// Spawns a process.
+    pub(crate) fn spawn<F>(
+        self: &Arc<Self>,
+        future: F,
+        spawned_at: &'static Location<'static>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let task = task::allocate(future, self.clone(), next_process_id(), spawned_at, false);
+        if !self.registry.insert(task.registry) {
+            return Self::reject(task);
+        }
+        let NewTask { entry, join, .. } = task;
+        let entry = context::with_worker(|local| match local {
+            Some(local) if local.belongs_to(self) => {
+                bump(&local.counters().spawned);
+                local.schedule(entry, Schedule::Spawn);
+                None
+            }
+            _ => Some(entry),
+        });
+        if let Some(entry) = entry {
+            // Relaxed: a counter, read only for metrics.
+            self.remote_spawned.fetch_add(1, Ordering::Relaxed);
+            self.push_remote(entry);
+        }
+        join
+    }
+
+    /// Runs `f` on the blocking pool.
+    pub(crate) fn spawn_blocking<F, R>(
+        self: &Arc<Self>,
+        f: F,
+        spawned_at: &'static Location<'static>,
+    ) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let task = task::allocate(
+            BlockingTask::new(f),
+            self.clone(),
+            next_process_id(),
+            spawned_at,
+            true,
+        );
+        if !self.registry.insert(task.registry) {
+            return Self::reject(task);
+        }
+        let handle = Handle {
+            shared: self.clone(),
+        };
+        self.blocking.submit(task.entry, &handle);
+        task.join
+    }
+
+    /// A spawn onto a runtime that is shutting down: cancelled at once.
+    fn reject<T>(task: NewTask<T>) -> JoinHandle<T> {
+        let NewTask {
+            registry,
+            entry,
+            join,
+        } = task;
+        registry.shutdown();
+        drop(entry);
+        // SAFETY: the registry entry's reference, which `insert` did not take.
+        unsafe { registry.drop_reference() };
+        join
+    }
+
+    /// Starts shutting down: no new processes, workers and pool threads told to exit.
+    /// False if shutdown had already begun.
+    pub(crate) fn begin_shutdown(&self) -> bool {
+        // SeqCst: see `push_remote`.
+        if self.shutdown.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        self.idle.notify_all();
+        self.blocking.shutdown();
+        true
+    }
+
+    /// Drops every entry in the injector (at shutdown; the processes are cancelled
+    /// through the registry).
+    pub(crate) fn drain_injector(&self) {
+        loop {
+            match self.injector.steal() {
+                Steal::Success(entry) => drop(entry),
+                Steal::Empty => return,
+                Steal::Retry => crate::loom::spin_loop(),
+            }
+        }
+    }
+
+    pub(crate) fn worker_started(&self) {
+        self.workers_running.add(1);
+    }
+
+    pub(crate) fn worker_exited(&self) {
+        self.workers_running.count_down();
+    }
+
+    /// Waits for every worker thread to leave its loop, until `deadline` if given.
+    pub(crate) fn wait_workers(&self, deadline: Option<std::time::Instant>) -> bool {
+        self.workers_running.wait(deadline)
+    }
+
+    pub(crate) fn metrics(&self) -> Metrics {
+        let mut m = Metrics {
+            workers: self.workers(),
+            processes_alive: self.registry.processes(),
+            // Relaxed: a counter, read only for metrics.
+            spawned: self.remote_spawned.load(Ordering::Relaxed),
+            ..Metrics::default()
+        };
+        metrics::sum_into(&mut m, &self.counters);
+        m
+    }
+
+    pub(crate) fn processes(&self) -> Vec<ProcessInfo> {
+        let mut out = Vec::new();
+        self.registry.for_each(|raw| {
+            let state = raw.state().load();
+            if state.is_blocking() || state.is_complete() {
+                return;
+            }
+            let header = raw.header();
+            out.push(ProcessInfo {
+                id: header.id,
+                state: state.process_state(),
+                spawned_at: header.spawned_at,
+                waiting_on: None,
+            });
+        });
+        out.sort_by_key(|p| p.id);
+        out
+    }
+}

@@ -1,0 +1,281 @@
+//! The worker loop: where each worker thread finds its next process. This file is the
+//! scheduling policy (DESIGN.md, "Scheduling").
+//!
+//! In order, a worker runs:
+//! 1. every [`GLOBAL_QUEUE_INTERVAL`] ticks, a batch from the injector (so work from
+//!    outside the pool is never starved by local work);
+//! 2. its handoff slot: the process the last poll woke or spawned, so it runs next on the
+//!    same core with its message hot in cache, at most [`MAX_CONSECUTIVE_HANDOFFS`] in a
+//!    row before the slot's occupant goes to the back of the queue;
+//! 3. the head of its own FIFO queue;
+//! 4. a batch from the injector;
+//! 5. half of a random victim's queue (searching, at most half the workers at a time),
+//!    spinning a few rounds, then yielding its thread, before it parks.
+//!
+//! The handoff slot is filled only while this worker polls a process, and is emptied by
+//! step 2 right after that poll returns, so it never holds a process while the worker
+//! parks. A process can wait in the slot only for the rest of the poll that woke it; a
+//! poll that blocks its thread for long delays that one process (it cannot be stolen
+//! from the slot), as tokio's LIFO slot does.
+
+use std::cell::Cell;
+
+use event_listener::Listener;
+
+use crate::loom::spin_loop;
+use crate::loom::sync::Arc;
+use crate::loom::thread;
+use crate::runtime::metrics::{WorkerCounters, bump};
+use crate::runtime::queue::{LocalQueue, Steal};
+use crate::runtime::{Handle, Schedule, Shared, context};
+use crate::task::Notified;
+use crate::tuning::{
+    GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS,
+    TIGHT_SPIN_ROUNDS,
+};
+
+/// A worker's own state, on its thread's stack; reached from wakers through the
+/// thread-local context, never from another thread.
+pub(crate) struct Local {
+    index: usize,
+    shared: Arc<Shared>,
+    queue: LocalQueue,
+    /// The handoff slot (module docs).
+    handoff: Cell<Option<Notified>>,
+    /// Processes run from the slot in a row.
+    handoff_streak: Cell<u32>,
+    /// Scheduling ticks, for the periodic injector check.
+    tick: Cell<u32>,
+    /// This worker counts in `Idle`'s searching count.
+    searching: Cell<bool>,
+    /// This worker is inside a process's `poll`.
+    polling: Cell<bool>,
+    /// xorshift state for picking steal victims.
+    rng: Cell<u64>,
+}
+
+/// Runs worker `index` of `shared` on the current thread until shutdown.
+pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, queue: LocalQueue) {
+    let local = Local::new(shared, index, queue);
+    {
+        // SAFETY: `local` outlives the guard and stays on this thread.
+        let _worker = unsafe { context::WorkerGuard::new(&local) };
+        local.run();
+    }
+    local.drain();
+    local.shared.worker_exited();
+}
+
+impl Local {
+    pub(crate) fn new(shared: Arc<Shared>, index: usize, queue: LocalQueue) -> Local {
+        Local {
+            index,
+            shared,
+            queue,
+            handoff: Cell::new(None),
+            handoff_streak: Cell::new(0),
+            tick: Cell::new(0),
+            searching: Cell::new(false),
+            polling: Cell::new(false),
+            // Any odd, index-dependent seed: victims need only differ between workers.
+            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64) << 1 | 1)),
+        }
+    }
+
+    pub(crate) fn handle(&self) -> Handle {
+        Handle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// True if this worker belongs to `shared`'s runtime.
+    pub(crate) fn belongs_to(&self, shared: &Shared) -> bool {
+        std::ptr::eq(&*self.shared, shared)
+    }
+
+    pub(crate) fn is_polling(&self) -> bool {
+        self.polling.get()
+    }
+
+    pub(crate) fn counters(&self) -> &WorkerCounters {
+        self.shared.counters(self.index)
+    }
+
+    /// Puts a process of this worker's runtime on this worker.
+    pub(crate) fn schedule(&self, entry: Notified, how: Schedule) {
+        match how {
+            // To the back of the queue, never the slot; no wake-up of another worker, as
+            // this one is busy with exactly this work.
+            Schedule::Yield => self.queue.push(entry),
+            Schedule::Wake | Schedule::Spawn if self.polling.get() => {
+                if let Some(previous) = self.handoff.replace(Some(entry)) {
+                    self.queue.push(previous);
+                    self.shared.idle().notify_work();
+                }
+            }
+            Schedule::Wake | Schedule::Spawn => {
+                self.queue.push(entry);
+                self.shared.idle().notify_work();
+            }
+        }
+    }
+
+    fn run(&self) {
+        loop {
+            if let Some(entry) = self.next_task() {
+                self.run_task(entry);
+                continue;
+            }
+            if self.shared.is_shutdown() {
+                return;
+            }
+            if let Some(entry) = self.search() {
+                self.run_task(entry);
+                continue;
+            }
+            if self.shared.is_shutdown() {
+                return;
+            }
+            self.park();
+        }
+    }
+
+    fn run_task(&self, entry: Notified) {
+        if self.searching.replace(false) && self.shared.idle().stop_searching() {
+            // The last searcher found work: more may have come meanwhile that woke
+            // nobody, so pass the word on.
+            self.shared.idle().notify_work();
+        }
+        bump(&self.counters().polls);
+        self.polling.set(true);
+        entry.run();
+        self.polling.set(false);
+    }
+
+    fn next_task(&self) -> Option<Notified> {
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % GLOBAL_QUEUE_INTERVAL == 0 {
+            if self.shared.is_shutdown() {
+                return None;
+            }
+            if let Some(entry) = self.pop_injector() {
+                return Some(entry);
+            }
+        }
+        if let Some(entry) = self.handoff.take() {
+            let streak = self.handoff_streak.get();
+            if streak < MAX_CONSECUTIVE_HANDOFFS {
+                self.handoff_streak.set(streak + 1);
+                bump(&self.counters().handoffs);
+                return Some(entry);
+            }
+            self.queue.push(entry);
+            self.shared.idle().notify_work();
+        }
+        self.handoff_streak.set(0);
+        self.queue.pop().or_else(|| self.pop_injector())
+    }
+
+    fn pop_injector(&self) -> Option<Notified> {
+        loop {
+            match self
+                .shared
+                .injector()
+                .steal_batch_and_pop(&self.queue, INJECTOR_BATCH)
+            {
+                Steal::Success(entry) => return Some(entry),
+                Steal::Empty => return None,
+                Steal::Retry => spin_loop(),
+            }
+        }
+    }
+
+    /// Looks for work elsewhere for a few rounds; `None` means park.
+    fn search(&self) -> Option<Notified> {
+        if !self.searching.get() {
+            if !self.shared.idle().try_start_searching() {
+                return None;
+            }
+            self.searching.set(true);
+        }
+        for round in 0..SEARCH_ROUNDS {
+            if let Some(entry) = self.steal() {
+                return Some(entry);
+            }
+            if round < TIGHT_SPIN_ROUNDS {
+                for _ in 0..1 << round {
+                    spin_loop();
+                }
+            } else {
+                thread::yield_now();
+            }
+        }
+        None
+    }
+
+    fn steal(&self) -> Option<Notified> {
+        if let Some(entry) = self.pop_injector() {
+            return Some(entry);
+        }
+        let stealers = self.shared.stealers();
+        let n = stealers.len();
+        let start = self.next_random() as usize % n;
+        for offset in 0..n {
+            let victim = (start + offset) % n;
+            if victim == self.index {
+                continue;
+            }
+            loop {
+                match stealers[victim].steal_half_and_pop(&self.queue) {
+                    Steal::Success(entry) => {
+                        bump(&self.counters().steals);
+                        return Some(entry);
+                    }
+                    Steal::Empty => break,
+                    Steal::Retry => spin_loop(),
+                }
+            }
+        }
+        None
+    }
+
+    fn park(&self) {
+        let idle = self.shared.idle();
+        let listener = idle.prepare_park(self.searching.replace(false));
+        // The last look (idle.rs): work that arrived on our way to sleep.
+        if self.shared.has_work() || self.shared.is_shutdown() {
+            idle.finish_park();
+            return;
+        }
+        bump(&self.counters().parks);
+        listener.wait();
+        idle.finish_park();
+        // Woken for new work: go and find it as a searcher.
+        if idle.try_start_searching() {
+            self.searching.set(true);
+        }
+    }
+
+    fn next_random(&self) -> u64 {
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x
+    }
+
+    /// Drops the entries left in the slot and the queue at shutdown (their processes are
+    /// cancelled through the registry).
+    fn drain(&self) {
+        drop(self.handoff.take());
+        while let Some(entry) = self.queue.pop() {
+            drop(entry);
+        }
+    }
+}

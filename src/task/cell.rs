@@ -1,0 +1,66 @@
+//! One process, one allocation: the header, the registry links and the future's stage.
+
+use std::future::Future;
+use std::panic::Location;
+use std::ptr::NonNull;
+
+use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::Arc;
+use crate::loom::sync::atomic::AtomicU64;
+use crate::runtime::Shared;
+use crate::task::JoinError;
+use crate::task::header::{Header, Links, Prefix};
+use crate::task::raw::Vtable;
+use crate::task::state::State;
+
+/// The future while it runs, then its output until the `JoinHandle` takes it.
+pub(crate) enum Stage<F: Future> {
+    Running(F),
+    Finished(Result<F::Output, JoinError>),
+    Consumed,
+}
+
+/// The whole allocation. `repr(C)` keeps `Prefix`'s fields first, in order.
+#[repr(C)]
+pub(crate) struct Cell<F: Future> {
+    pub(crate) header: Header,
+    pub(crate) links: UnsafeCell<Links>,
+    /// Owned by whoever the state word says (state.rs): the `Running` owner while the
+    /// future lives, then the `JoinHandle` or the completer.
+    pub(crate) stage: UnsafeCell<Stage<F>>,
+}
+
+impl<F: Future> Cell<F> {
+    /// Allocates a process and returns the pointer to its header.
+    pub(crate) fn allocate(
+        future: F,
+        state: State,
+        vtable: &'static Vtable,
+        shared: Arc<Shared>,
+        id: u64,
+        spawned_at: &'static Location<'static>,
+    ) -> NonNull<Header> {
+        let cell = Box::new(Cell {
+            header: Header {
+                state,
+                vtable,
+                shared,
+                join_waker: UnsafeCell::new(None),
+                spawned_at,
+                id,
+                wait: AtomicU64::new(0),
+            },
+            links: UnsafeCell::new(Links::default()),
+            stage: UnsafeCell::new(Stage::Running(future)),
+        });
+        NonNull::from(Box::leak(cell)).cast()
+    }
+}
+
+// `Cell<F>` must begin like `Prefix` for `Header::links` to be right.
+#[cfg(not(loom))]
+const _: () = {
+    type Probe = Cell<std::future::Ready<()>>;
+    assert!(std::mem::offset_of!(Probe, header) == std::mem::offset_of!(Prefix, header));
+    assert!(std::mem::offset_of!(Probe, links) == std::mem::offset_of!(Prefix, links));
+};

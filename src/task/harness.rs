@@ -1,0 +1,272 @@
+//! What a worker does with one process: poll it, cancel it, complete it, hand its output
+//! to the `JoinHandle`. Generic over the future; reached through the vtable (raw.rs).
+//!
+//! Panics from the future's `poll`, from dropping the future and from dropping an output
+//! nobody will read are all caught: a process never takes its worker down.
+
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::{Context, Poll, Waker};
+
+use crate::runtime::Schedule;
+use crate::task::JoinError;
+use crate::task::cell::{Cell, Stage};
+use crate::task::header::Header;
+use crate::task::raw::{Notified, RawTask};
+use crate::task::state::{JoinDrop, Shutdown, ToIdle, ToRunning};
+use crate::task::waker::waker_ref;
+
+struct Harness<F: Future> {
+    cell: NonNull<Cell<F>>,
+}
+
+impl<F: Future> Harness<F> {
+    /// # Safety
+    /// `ptr` must point to a live `Cell<F>`.
+    unsafe fn from_raw(ptr: NonNull<Header>) -> Self {
+        Harness { cell: ptr.cast() }
+    }
+
+    fn cell(&self) -> &Cell<F> {
+        // SAFETY: the caller of `from_raw` keeps the allocation alive while we use it.
+        unsafe { self.cell.as_ref() }
+    }
+
+    fn raw(&self) -> RawTask {
+        // SAFETY: as in `cell`.
+        unsafe { RawTask::from_raw(self.cell.cast()) }
+    }
+
+    /// Replaces the stage, dropping what was there; catches a panic of that drop.
+    ///
+    /// # Safety
+    /// The caller must own the stage (state.rs: the `Running` owner, or the owner of the
+    /// output once complete).
+    unsafe fn set_stage(&self, stage: Stage<F>) -> std::thread::Result<()> {
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the caller owns the stage.
+            self.cell().stage.with_mut(|old| unsafe { *old = stage })
+        }))
+    }
+
+    /// One scheduled step, consuming the run queue entry's reference.
+    fn run(self) {
+        match self.cell().header.state.transition_to_running() {
+            ToRunning::Stale => {}
+            // SAFETY: `transition_to_running` made this worker the owner of the future.
+            ToRunning::Cancel => unsafe { self.cancel() },
+            // SAFETY: as above.
+            ToRunning::Poll => match unsafe { self.poll_future() } {
+                Some(result) => {
+                    // SAFETY: still the owner of the future (still `Running`).
+                    unsafe { self.complete(result) }
+                }
+                None => match self.cell().header.state.transition_to_idle() {
+                    // The entry's reference went with the transition.
+                    ToIdle::Slept => return,
+                    ToIdle::Requeue => {
+                        // SAFETY: the entry's reference is kept for the re-queued entry.
+                        let entry = unsafe { Notified::from_raw(self.raw()) };
+                        self.cell().header.shared.schedule(entry, Schedule::Yield);
+                        return;
+                    }
+                    // SAFETY: `Cancel` leaves this worker the owner of the future.
+                    ToIdle::Cancel => unsafe { self.cancel() },
+                },
+            },
+        }
+        // SAFETY: the run queue entry's reference, which this step consumes.
+        unsafe { self.raw().drop_reference() }
+    }
+
+    /// Polls the future once; `Some` with its result if it finished (or panicked).
+    ///
+    /// # Safety
+    /// The caller must own the future (`Running`).
+    unsafe fn poll_future(&self) -> Option<Result<F::Output, JoinError>> {
+        let waker = waker_ref(self.cell.cast());
+        let mut cx = Context::from_waker(&waker);
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the caller owns the future; it is never moved out of the cell.
+            self.cell()
+                .stage
+                .with_mut(|stage| match unsafe { &mut *stage } {
+                    Stage::Running(future) => unsafe { Pin::new_unchecked(future) }.poll(&mut cx),
+                    _ => unreachable!("csp: a process was polled after it completed"),
+                })
+        }));
+        let id = self.cell().header.id;
+        let result = match polled {
+            Ok(Poll::Pending) => return None,
+            Ok(Poll::Ready(output)) => Ok(output),
+            Err(payload) => Err(JoinError::panicked(id, payload)),
+        };
+        // SAFETY: still the owner of the future; drop it before publishing the output.
+        match unsafe { self.set_stage(Stage::Consumed) } {
+            Ok(()) => Some(result),
+            Err(payload) => {
+                // Dropping the future panicked: that panic is the result.
+                let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(result)));
+                Some(Err(JoinError::panicked(id, payload)))
+            }
+        }
+    }
+
+    /// Drops the future and completes with a cancellation (or with the panic of the
+    /// future's drop).
+    ///
+    /// # Safety
+    /// The caller must own the future (`Running`).
+    unsafe fn cancel(&self) {
+        let id = self.cell().header.id;
+        // SAFETY: the caller owns the future.
+        let result = match unsafe { self.set_stage(Stage::Consumed) } {
+            Ok(()) => JoinError::cancelled(id),
+            Err(payload) => JoinError::panicked(id, payload),
+        };
+        // SAFETY: still the owner (`Running`).
+        unsafe { self.complete(Err(result)) }
+    }
+
+    /// Stores the output, publishes completion, wakes or releases the `JoinHandle`'s
+    /// side, and leaves the registry.
+    ///
+    /// # Safety
+    /// The caller must own the future (`Running`), already dropped.
+    unsafe fn complete(&self, result: Result<F::Output, JoinError>) {
+        let header = &self.cell().header;
+        // SAFETY: still the owner; the stage is `Consumed`, so nothing panics here.
+        let _ = unsafe { self.set_stage(Stage::Finished(result)) };
+        let before = header.state.transition_to_complete();
+        if !before.has_join_interest() {
+            // Nobody will read the output: it is ours to drop. SAFETY: COMPLETE without
+            // JOIN_INTEREST leaves the output with the completer.
+            let _ = unsafe { self.set_stage(Stage::Consumed) };
+        } else if before.has_join_waker() {
+            // SAFETY: with COMPLETE and JOIN_WAKER both set, the slot is the completer's
+            // to read and nobody writes it.
+            header.join_waker.with(|slot| {
+                if let Some(waker) = unsafe { &*slot } {
+                    waker.wake_by_ref();
+                }
+            });
+        }
+        if header.shared.registry().remove(self.raw()) {
+            // SAFETY: `remove` unlinked the entry, whose reference is now ours; the run
+            // queue entry's reference keeps the process alive past this one.
+            unsafe { self.raw().drop_reference() }
+        }
+    }
+}
+
+/// Vtable entry: one scheduled step.
+///
+/// # Safety
+/// `ptr` is a live `Cell<F>` and the caller gives up a run queue entry's reference.
+pub(crate) unsafe fn run<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: the caller's reference keeps the cell alive.
+    unsafe { Harness::<F>::from_raw(ptr) }.run()
+}
+
+/// Vtable entry: frees the allocation.
+///
+/// # Safety
+/// `ptr` is a `Cell<F>` whose last reference is gone.
+pub(crate) unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: made by `Box::leak` in `Cell::allocate`; nobody else can reach it.
+    drop(unsafe { Box::from_raw(ptr.cast::<Cell<F>>().as_ptr()) });
+}
+
+/// Vtable entry: `JoinHandle::poll`.
+///
+/// # Safety
+/// `ptr` is a live `Cell<F>` whose `JoinHandle` calls this, and `dst` points to a
+/// `Poll<Result<F::Output, JoinError>>`.
+pub(crate) unsafe fn try_read_output<F: Future>(ptr: NonNull<Header>, dst: *mut (), waker: &Waker) {
+    // SAFETY: the JoinHandle's reference keeps the cell alive.
+    let harness = unsafe { Harness::<F>::from_raw(ptr) };
+    if !can_read_output(&harness.cell().header, waker) {
+        return;
+    }
+    // SAFETY: complete with JOIN_INTEREST held by the caller: the output is the
+    // JoinHandle's.
+    let stage = harness
+        .cell()
+        .stage
+        .with_mut(|stage| std::mem::replace(unsafe { &mut *stage }, Stage::Consumed));
+    let Stage::Finished(result) = stage else {
+        panic!("csp: a JoinHandle was polled again after it returned Ready");
+    };
+    // SAFETY: the caller passes a pointer to the output's `Poll`.
+    unsafe { *dst.cast::<Poll<Result<F::Output, JoinError>>>() = Poll::Ready(result) };
+}
+
+/// True if the output can be read now; otherwise `waker` is stored for completion.
+fn can_read_output(header: &Header, waker: &Waker) -> bool {
+    let state = &header.state;
+    let snapshot = state.load();
+    if snapshot.is_complete() {
+        return true;
+    }
+    if snapshot.has_join_waker() {
+        // SAFETY: JOIN_WAKER is set and only the completer reads the slot meanwhile;
+        // reading it here as well is a shared access.
+        let same = header.join_waker.with(|slot| {
+            unsafe { &*slot }
+                .as_ref()
+                .is_some_and(|stored| stored.will_wake(waker))
+        });
+        if same {
+            return false;
+        }
+        if state.unset_join_waker().is_err() {
+            return true;
+        }
+    }
+    // SAFETY: JOIN_WAKER is clear and the process not complete: the slot is ours.
+    header
+        .join_waker
+        .with_mut(|slot| unsafe { *slot = Some(waker.clone()) });
+    state.set_join_waker().is_err()
+}
+
+/// Vtable entry: the `JoinHandle` is dropped.
+///
+/// # Safety
+/// `ptr` is a live `Cell<F>`; the caller gives up the `JoinHandle`'s reference.
+pub(crate) unsafe fn drop_join_handle<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: the JoinHandle's reference keeps the cell alive until released below.
+    let harness = unsafe { Harness::<F>::from_raw(ptr) };
+    match harness.cell().header.state.unset_join_interest() {
+        // SAFETY: complete, and JOIN_INTEREST was still ours: the output is ours.
+        JoinDrop::DropOutput => drop(unsafe { harness.set_stage(Stage::Consumed) }),
+        JoinDrop::Detached { owns_waker: true } => {
+            // SAFETY: JOIN_WAKER was cleared before completion: the slot is ours.
+            let waker = harness
+                .cell()
+                .header
+                .join_waker
+                .with_mut(|slot| unsafe { (*slot).take() });
+            drop(waker);
+        }
+        JoinDrop::Detached { owns_waker: false } => {}
+    }
+    // SAFETY: the JoinHandle's reference, given up by the caller.
+    unsafe { harness.raw().drop_reference() }
+}
+
+/// Vtable entry: runtime shutdown of one process.
+///
+/// # Safety
+/// `ptr` is a live `Cell<F>`; the caller holds a reference across the call.
+pub(crate) unsafe fn shutdown<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: the caller's reference keeps the cell alive.
+    let harness = unsafe { Harness::<F>::from_raw(ptr) };
+    match harness.cell().header.state.transition_to_shutdown() {
+        // SAFETY: `Cancel` made the caller the owner of the future.
+        Shutdown::Cancel => unsafe { harness.cancel() },
+        Shutdown::Running | Shutdown::Done => {}
+    }
+}

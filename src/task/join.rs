@@ -1,0 +1,139 @@
+//! The handle that awaits a process's output.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::runtime::Schedule;
+use crate::task::JoinError;
+use crate::task::raw::{Notified, RawTask};
+use crate::task::state::Notify;
+
+/// An owned permission to await a process's output, returned by [`spawn`](crate::spawn).
+///
+/// A `JoinHandle` is a plain future, woken through its `Waker`, so it can be awaited from
+/// any executor (tokio, `futures`' executor, [`block_on`](crate::block_on)), not only
+/// inside csp. It resolves to `Ok(output)`, or to a [`JoinError`] if the process panicked
+/// or was cancelled.
+///
+/// Dropping the handle detaches the process: it keeps running, and its output is dropped
+/// when it finishes. That is why `csp::spawn(fut);` is the idiom for a detached process.
+///
+/// ```
+/// # csp::block_on(async {
+/// let handle = csp::spawn(async { 6 * 7 });
+/// assert_eq!(handle.await.unwrap(), 42);
+/// # });
+/// ```
+pub struct JoinHandle<T> {
+    raw: RawTask,
+    _output: PhantomData<T>,
+}
+
+// SAFETY: the handle reads the output (a `T`) on whatever thread awaits it, so it may
+// move between threads when `T` may.
+unsafe impl<T: Send> Send for JoinHandle<T> {}
+// SAFETY: `&JoinHandle` only allows `abort`, `is_finished` and `id`, which touch atomic
+// state; the output is reached through `Pin<&mut Self>` only.
+unsafe impl<T: Send> Sync for JoinHandle<T> {}
+
+impl<T> Unpin for JoinHandle<T> {}
+
+impl<T> JoinHandle<T> {
+    /// Takes over the `JoinHandle` reference of `raw`.
+    ///
+    /// # Safety
+    /// `raw` must be a process whose output type is `T`, and the caller gives up the
+    /// reference counted for the handle (with `JOIN_INTEREST` set).
+    pub(crate) unsafe fn from_raw(raw: RawTask) -> JoinHandle<T> {
+        JoinHandle {
+            raw,
+            _output: PhantomData,
+        }
+    }
+
+    /// Cancels the process: its future is dropped at the next opportunity (at once if
+    /// it is asleep, after its current poll if it is running), and the handle resolves to
+    /// a cancelled [`JoinError`]. No effect if it already finished.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let handle = csp::spawn(std::future::pending::<()>());
+    /// handle.abort();
+    /// assert!(handle.await.unwrap_err().is_cancelled());
+    /// # });
+    /// ```
+    pub fn abort(&self) {
+        match self.raw.state().transition_to_aborted() {
+            Notify::Submit => {
+                // SAFETY: the transition added the reference the entry owns.
+                let entry = unsafe { Notified::from_raw(self.raw) };
+                self.raw.header().shared.schedule(entry, Schedule::Wake);
+            }
+            Notify::DoNothing => {}
+        }
+    }
+
+    /// True once the process has finished (completed, panicked or been cancelled), so
+    /// awaiting the handle will not wait.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let handle = csp::spawn(async {});
+    /// while !handle.is_finished() {
+    ///     csp::yield_now().await;
+    /// }
+    /// # });
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.raw.state().load().is_complete()
+    }
+
+    /// The process's id, as in [`ProcessInfo::id`](crate::ProcessInfo::id).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let a = csp::spawn(async {});
+    /// let b = csp::spawn(async {});
+    /// assert_ne!(a.id(), b.id());
+    /// # });
+    /// ```
+    pub fn id(&self) -> u64 {
+        self.raw.id()
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut output: Poll<Result<T, JoinError>> = Poll::Pending;
+        // SAFETY: the handle's reference keeps the process alive, its output type is `T`
+        // (type invariant), and `output` is the `Poll` the vtable entry expects.
+        unsafe {
+            (self.raw.header().vtable.try_read_output)(
+                self.raw.as_ptr(),
+                (&raw mut output).cast(),
+                cx.waker(),
+            )
+        };
+        output
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        // SAFETY: the handle's reference, given up here.
+        unsafe { (self.raw.header().vtable.drop_join_handle)(self.raw.as_ptr()) }
+    }
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("id", &self.id())
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}

@@ -1,0 +1,146 @@
+//! Type-erased access to a process: the vtable, an unowned pointer, and the run queue
+//! entry that owns one reference.
+
+use std::future::Future;
+use std::ptr::NonNull;
+use std::task::Waker;
+
+use crate::task::harness;
+use crate::task::header::Header;
+use crate::task::state::State;
+
+/// The operations that depend on the future's type.
+pub(crate) struct Vtable {
+    /// Runs one scheduled step (poll, cancel, or discard a stale entry), consuming the
+    /// run queue entry's reference.
+    pub(crate) run: unsafe fn(NonNull<Header>),
+    /// Frees the allocation once the last reference is gone.
+    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    /// `JoinHandle::poll`: writes `Poll::Ready(output)` through the `*mut ()` (a
+    /// `*mut Poll<Result<F::Output, JoinError>>`) if complete, else registers the waker.
+    pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
+    /// Drops the `JoinHandle`'s interest and its reference.
+    pub(crate) drop_join_handle: unsafe fn(NonNull<Header>),
+    /// Runtime shutdown: drops the future of an idle process in place. The caller keeps
+    /// (and then releases) the registry entry's reference.
+    pub(crate) shutdown: unsafe fn(NonNull<Header>),
+}
+
+/// The vtable for futures of type `F`.
+pub(crate) fn vtable<F: Future + Send + 'static>() -> &'static Vtable
+where
+    F::Output: Send + 'static,
+{
+    &Vtable {
+        run: harness::run::<F>,
+        dealloc: harness::dealloc::<F>,
+        try_read_output: harness::try_read_output::<F>,
+        drop_join_handle: harness::drop_join_handle::<F>,
+        shutdown: harness::shutdown::<F>,
+    }
+}
+
+/// An unowned pointer to a process. Whoever copies it must hold, or be lent, one of the
+/// process's references for as long as it uses the copy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawTask {
+    ptr: NonNull<Header>,
+}
+
+// SAFETY: a process may be touched from any thread: its state word is atomic, and every
+// other field is either immutable or owned through that word (state.rs). Its future and
+// output are `Send` (the spawn functions require it).
+unsafe impl Send for RawTask {}
+// SAFETY: as for `Send`; `RawTask` itself is a plain pointer.
+unsafe impl Sync for RawTask {}
+
+impl RawTask {
+    /// Wraps a header pointer.
+    ///
+    /// # Safety
+    /// `ptr` must point to a live process allocation.
+    pub(crate) unsafe fn from_raw(ptr: NonNull<Header>) -> RawTask {
+        RawTask { ptr }
+    }
+
+    pub(crate) fn as_ptr(self) -> NonNull<Header> {
+        self.ptr
+    }
+
+    pub(crate) fn header<'a>(self) -> &'a Header {
+        // SAFETY: whoever copied this pointer holds a reference (type invariant), so the
+        // allocation is live; the header's fields are atomic or immutable.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    pub(crate) fn state<'a>(self) -> &'a State {
+        &self.header().state
+    }
+
+    pub(crate) fn id(self) -> u64 {
+        self.header().id
+    }
+
+    /// Adds a reference (for a new waker or entry).
+    pub(crate) fn ref_inc(self) {
+        self.state().ref_inc();
+    }
+
+    /// Releases one reference the caller holds, freeing the process if it was the last.
+    ///
+    /// # Safety
+    /// The caller must own the reference it releases and not use this pointer after.
+    pub(crate) unsafe fn drop_reference(self) {
+        if self.state().ref_dec() {
+            // SAFETY: that was the last reference; nobody else can reach the process.
+            unsafe { (self.header().vtable.dealloc)(self.ptr) }
+        }
+    }
+
+    /// Runtime shutdown of one process whose registry reference the caller holds.
+    pub(crate) fn shutdown(self) {
+        // SAFETY: the caller holds the registry reference, so the process is live.
+        unsafe { (self.header().vtable.shutdown)(self.ptr) }
+    }
+}
+
+impl std::fmt::Debug for RawTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "process #{} ({:?})", self.id(), self.state())
+    }
+}
+
+/// A run queue entry: owns one reference to a process that is `Queued` (or was, if a
+/// shutdown completed it meanwhile).
+pub(crate) struct Notified(RawTask);
+
+impl Notified {
+    /// Takes over one reference the caller owns as a run queue entry.
+    ///
+    /// # Safety
+    /// The caller must own a reference to the process and give it up.
+    pub(crate) unsafe fn from_raw(raw: RawTask) -> Notified {
+        Notified(raw)
+    }
+
+    /// Runs one step of the process: poll it, cancel it, or discard the entry if stale.
+    pub(crate) fn run(self) {
+        let raw = self.0;
+        std::mem::forget(self);
+        // SAFETY: the entry's reference passes to `run`, which releases it.
+        unsafe { (raw.header().vtable.run)(raw.as_ptr()) }
+    }
+}
+
+impl Drop for Notified {
+    fn drop(&mut self) {
+        // SAFETY: the entry owns one reference and is going away.
+        unsafe { self.0.drop_reference() }
+    }
+}
+
+impl std::fmt::Debug for Notified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Notified").field(&self.0).finish()
+    }
+}

@@ -1,0 +1,622 @@
+//! The process state word: one `AtomicUsize` that makes wakes from any thread race-free
+//! without a lock.
+//!
+//! | bits   | name            | meaning                                                    |
+//! |--------|-----------------|------------------------------------------------------------|
+//! | 0..=1  | lifecycle       | `Sleeping` 00, `Queued` 01, `Running` 10, `Yielding` 11    |
+//! | 2      | [`COMPLETE`]    | the future is gone; its output (or error) is stored         |
+//! | 3      | [`CANCELLED`]   | abort or shutdown asked for the future to be dropped        |
+//! | 4      | [`JOIN_INTEREST`] | a `JoinHandle` exists and will read the output           |
+//! | 5      | [`JOIN_WAKER`]  | the join-waker slot holds the `JoinHandle`'s waker          |
+//! | 6      | [`BLOCKING`]    | a `spawn_blocking` closure, not a process                   |
+//! | 7..=15 | reserved        | left for the count of waker clones held outside csp        |
+//! | 16..   | reference count | one per `Waker`, queue entry, registry entry, `JoinHandle`  |
+//!
+//! What a wake does in each lifecycle state (DESIGN.md):
+//!
+//! | state     | meaning                            | a wake does                          |
+//! |-----------|------------------------------------|--------------------------------------|
+//! | Sleeping  | waiting for an event, in no queue  | Sleeping → Queued, push to a queue   |
+//! | Queued    | in exactly one run queue           | nothing                              |
+//! | Running   | a worker is inside `poll`          | Running → Yielding (no push)         |
+//! | Yielding  | woken while Running                | nothing                              |
+//!
+//! After `poll` returns `Pending` the worker moves Running → Sleeping, or finds Yielding and
+//! moves it to Queued and re-queues the process itself, so a wake during `poll` is never
+//! lost. `Ready` ends in [`COMPLETE`] with the lifecycle bits back at `Sleeping`, so a run
+//! queue entry left behind by a shutdown reads as stale and a later wake does nothing.
+//!
+//! Ownership that the bits grant:
+//! - whoever moves the lifecycle to `Running` owns the future until it moves it away;
+//! - once [`COMPLETE`] is seen (Acquire), the output belongs to the `JoinHandle` while
+//!   [`JOIN_INTEREST`] was set at completion, and to the completer otherwise;
+//! - the join-waker slot belongs to the `JoinHandle` while [`JOIN_WAKER`] is clear and the
+//!   process is not complete; to the completer, read-only, while both are set.
+//!
+//! Every ordering below is `AcqRel` (or `Acquire` for plain loads) unless its comment says
+//! why it may be weaker.
+
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::runtime::ProcessState;
+
+/// Mask of the two lifecycle bits. Changed only by the transitions below.
+const LIFECYCLE: usize = 0b11;
+/// Lifecycle value: waiting for an event, in no run queue. Left by the poller after a
+/// `Pending` poll, entered by a wake (to `Queued`).
+const SLEEPING: usize = 0b00;
+/// Lifecycle value: in exactly one run queue. Entered by a wake of a sleeping process or by
+/// the poller re-queueing a yielding one; left when a worker starts polling.
+const QUEUED: usize = 0b01;
+/// Lifecycle value: a worker is inside `poll`. Entered by the worker that popped the
+/// process; left by the same worker when `poll` returns.
+const RUNNING: usize = 0b10;
+/// Lifecycle value: woken while running. Entered by a wake during `poll`; left by the poller.
+const YIELDING: usize = 0b11;
+
+/// Set once, by the owner of the future, when the future is gone and its output (or the
+/// cancellation or panic) is stored. Never cleared.
+pub(crate) const COMPLETE: usize = 1 << 2;
+/// Set by `JoinHandle::abort` or by runtime shutdown; never cleared. The owner of the
+/// future drops it at the next opportunity.
+pub(crate) const CANCELLED: usize = 1 << 3;
+/// Set at spawn; cleared once, when the `JoinHandle` is dropped.
+pub(crate) const JOIN_INTEREST: usize = 1 << 4;
+/// Set by the `JoinHandle` after it stored a waker in the join-waker slot; cleared by the
+/// `JoinHandle` (to replace the waker or on drop) only while the process is not complete.
+pub(crate) const JOIN_WAKER: usize = 1 << 5;
+/// Set at creation for `spawn_blocking` closures, never changed: such tasks are not
+/// processes, so the registry dump leaves them out.
+pub(crate) const BLOCKING: usize = 1 << 6;
+
+/// Shift of the reference count.
+const REF_SHIFT: usize = 16;
+/// One reference.
+const REF_ONE: usize = 1 << REF_SHIFT;
+/// Past this many references the count is taken as corrupt (as `Arc` does) and the
+/// process aborts rather than risk a use after free.
+const REF_MAX: usize = usize::MAX >> (REF_SHIFT + 1);
+
+/// A copy of the state word at one instant.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Snapshot(usize);
+
+impl Snapshot {
+    fn lifecycle(self) -> usize {
+        self.0 & LIFECYCLE
+    }
+
+    fn with_lifecycle(self, lifecycle: usize) -> Snapshot {
+        Snapshot((self.0 & !LIFECYCLE) | lifecycle)
+    }
+
+    fn has(self, flag: usize) -> bool {
+        self.0 & flag != 0
+    }
+
+    /// The future is gone and its output (or error) is stored.
+    pub(crate) fn is_complete(self) -> bool {
+        self.has(COMPLETE)
+    }
+
+    /// Abort or shutdown asked for the future to be dropped.
+    pub(crate) fn is_cancelled(self) -> bool {
+        self.has(CANCELLED)
+    }
+
+    /// A `JoinHandle` exists.
+    pub(crate) fn has_join_interest(self) -> bool {
+        self.has(JOIN_INTEREST)
+    }
+
+    /// The join-waker slot holds the `JoinHandle`'s waker.
+    pub(crate) fn has_join_waker(self) -> bool {
+        self.has(JOIN_WAKER)
+    }
+
+    /// This is a `spawn_blocking` closure rather than a process.
+    pub(crate) fn is_blocking(self) -> bool {
+        self.has(BLOCKING)
+    }
+
+    /// The number of references.
+    pub(crate) fn ref_count(self) -> usize {
+        self.0 >> REF_SHIFT
+    }
+
+    /// The lifecycle as the public dump shows it.
+    pub(crate) fn process_state(self) -> ProcessState {
+        match self.lifecycle() {
+            SLEEPING => ProcessState::Sleeping,
+            QUEUED => ProcessState::Queued,
+            RUNNING => ProcessState::Running,
+            _ => ProcessState::Yielding,
+        }
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("state", &self.process_state())
+            .field("complete", &self.is_complete())
+            .field("cancelled", &self.is_cancelled())
+            .field("join_interest", &self.has_join_interest())
+            .field("join_waker", &self.has_join_waker())
+            .field("blocking", &self.is_blocking())
+            .field("refs", &self.ref_count())
+            .finish()
+    }
+}
+
+/// What the worker that popped a process may do with it.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToRunning {
+    /// Now `Running`: poll the future.
+    Poll,
+    /// Now `Running`, and cancelled: drop the future instead of polling it.
+    Cancel,
+    /// The entry was stale (a shutdown completed the process while it sat in the queue):
+    /// drop the entry's reference and nothing else.
+    Stale,
+}
+
+/// What the poller does after `poll` returned `Pending`.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToIdle {
+    /// Now `Sleeping`; the run queue entry's reference was released in the same step.
+    Slept,
+    /// Woken during `poll`: now `Queued`; the entry's reference is kept, re-queue it.
+    Requeue,
+    /// Cancelled during `poll`: still `Running`; drop the future now.
+    Cancel,
+}
+
+/// What a wake through a borrowed waker (or an abort) requires of its caller.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notify {
+    /// Moved Sleeping → Queued with one new reference: push a run queue entry.
+    Submit,
+    /// Nothing to schedule.
+    DoNothing,
+}
+
+/// What a wake that consumes its waker's reference requires of its caller.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotifyByVal {
+    /// Moved Sleeping → Queued: the waker's reference became the run queue entry's.
+    Submit,
+    /// Nothing to schedule; the waker's reference was released.
+    DoNothing,
+    /// The waker's reference was released and was the last: free the process.
+    Dealloc,
+}
+
+/// What runtime shutdown may do with one process.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shutdown {
+    /// Was Sleeping or Queued: now `Running` and cancelled; the caller owns the future
+    /// and must drop it and complete the process.
+    Cancel,
+    /// A worker is polling it; `CANCELLED` is set and that worker drops the future
+    /// after the poll.
+    Running,
+    /// Already complete: nothing to do.
+    Done,
+}
+
+/// What dropping the `JoinHandle` leaves to it.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JoinDrop {
+    /// The process had completed: the output is the handle's to drop.
+    DropOutput,
+    /// Detached before completion; if `owns_waker`, the slot's waker is the handle's to
+    /// drop (the completer will never read it).
+    Detached { owns_waker: bool },
+}
+
+/// The state word of one process.
+pub(crate) struct State {
+    word: AtomicUsize,
+}
+
+impl State {
+    /// A new process: Queued (its first run queue entry is being made), with a
+    /// `JoinHandle` and three references: the run queue entry, the registry entry and
+    /// the `JoinHandle`.
+    pub(crate) fn new_process() -> State {
+        State {
+            word: AtomicUsize::new(QUEUED | JOIN_INTEREST | 3 * REF_ONE),
+        }
+    }
+
+    /// A new `spawn_blocking` task: as [`State::new_process`], marked [`BLOCKING`].
+    pub(crate) fn new_blocking() -> State {
+        State {
+            word: AtomicUsize::new(QUEUED | JOIN_INTEREST | BLOCKING | 3 * REF_ONE),
+        }
+    }
+
+    /// The current value.
+    pub(crate) fn load(&self) -> Snapshot {
+        Snapshot(self.word.load(Ordering::Acquire))
+    }
+
+    /// Applies `f` until the compare-exchange sticks; `f` returns the new value and an
+    /// outcome, or `None` to leave the word as it is.
+    fn update<T>(&self, mut f: impl FnMut(Snapshot) -> (Option<Snapshot>, T)) -> T {
+        let mut current = self.load();
+        loop {
+            let (next, outcome) = f(current);
+            let Some(next) = next else { return outcome };
+            match self.word.compare_exchange_weak(
+                current.0,
+                next.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return outcome,
+                Err(actual) => current = Snapshot(actual),
+            }
+        }
+    }
+
+    /// Queued → Running, by the worker holding the run queue entry.
+    pub(crate) fn transition_to_running(&self) -> ToRunning {
+        self.update(|s| {
+            if s.lifecycle() != QUEUED || s.is_complete() {
+                return (None, ToRunning::Stale);
+            }
+            let next = s.with_lifecycle(RUNNING);
+            let outcome = if s.is_cancelled() {
+                ToRunning::Cancel
+            } else {
+                ToRunning::Poll
+            };
+            (Some(next), outcome)
+        })
+    }
+
+    /// Running → Sleeping (releasing the run queue entry's reference), or Yielding →
+    /// Queued, after a `Pending` poll.
+    pub(crate) fn transition_to_idle(&self) -> ToIdle {
+        self.update(|s| {
+            debug_assert!(matches!(s.lifecycle(), RUNNING | YIELDING), "{s:?}");
+            if s.is_cancelled() {
+                return (None, ToIdle::Cancel);
+            }
+            if s.lifecycle() == YIELDING {
+                return (Some(s.with_lifecycle(QUEUED)), ToIdle::Requeue);
+            }
+            // The registry still holds a reference, so this one is never the last.
+            debug_assert!(s.ref_count() >= 2, "{s:?}");
+            let next = Snapshot(s.with_lifecycle(SLEEPING).0 - REF_ONE);
+            (Some(next), ToIdle::Slept)
+        })
+    }
+
+    /// Running/Yielding → complete, by the owner of the future after storing the
+    /// output. Returns the word as it was just before, so the caller knows whether a
+    /// `JoinHandle` waits and whether its waker is stored.
+    pub(crate) fn transition_to_complete(&self) -> Snapshot {
+        self.update(|s| {
+            debug_assert!(matches!(s.lifecycle(), RUNNING | YIELDING), "{s:?}");
+            debug_assert!(!s.is_complete(), "{s:?}");
+            let next = Snapshot(s.with_lifecycle(SLEEPING).0 | COMPLETE);
+            (Some(next), s)
+        })
+    }
+
+    /// A wake through a borrowed waker.
+    pub(crate) fn transition_to_notified_by_ref(&self) -> Notify {
+        self.update(|s| {
+            if s.is_complete() {
+                return (None, Notify::DoNothing);
+            }
+            match s.lifecycle() {
+                SLEEPING => {
+                    let next = Snapshot(s.with_lifecycle(QUEUED).0 + REF_ONE);
+                    (Some(next), Notify::Submit)
+                }
+                RUNNING => (Some(s.with_lifecycle(YIELDING)), Notify::DoNothing),
+                _ => (None, Notify::DoNothing),
+            }
+        })
+    }
+
+    /// A wake that consumes the waker's reference.
+    pub(crate) fn transition_to_notified_by_val(&self) -> NotifyByVal {
+        self.update(|s| {
+            if !s.is_complete() && s.lifecycle() == SLEEPING {
+                // The waker's reference becomes the run queue entry's.
+                return (Some(s.with_lifecycle(QUEUED)), NotifyByVal::Submit);
+            }
+            let mut next = Snapshot(s.0 - REF_ONE);
+            if !s.is_complete() && s.lifecycle() == RUNNING {
+                next = next.with_lifecycle(YIELDING);
+            }
+            let outcome = if next.ref_count() == 0 {
+                NotifyByVal::Dealloc
+            } else {
+                NotifyByVal::DoNothing
+            };
+            (Some(next), outcome)
+        })
+    }
+
+    /// `JoinHandle::abort`: mark cancelled; a sleeping process is queued so that a worker
+    /// drops its future.
+    pub(crate) fn transition_to_aborted(&self) -> Notify {
+        self.update(|s| {
+            if s.is_complete() || s.is_cancelled() {
+                return (None, Notify::DoNothing);
+            }
+            let cancelled = Snapshot(s.0 | CANCELLED);
+            if s.lifecycle() == SLEEPING {
+                let next = Snapshot(cancelled.with_lifecycle(QUEUED).0 + REF_ONE);
+                (Some(next), Notify::Submit)
+            } else {
+                (Some(cancelled), Notify::DoNothing)
+            }
+        })
+    }
+
+    /// Runtime shutdown: take the future of an idle process, or leave a running one
+    /// marked cancelled for its poller.
+    pub(crate) fn transition_to_shutdown(&self) -> Shutdown {
+        self.update(|s| {
+            if s.is_complete() {
+                return (None, Shutdown::Done);
+            }
+            let cancelled = Snapshot(s.0 | CANCELLED);
+            match s.lifecycle() {
+                SLEEPING | QUEUED => (Some(cancelled.with_lifecycle(RUNNING)), Shutdown::Cancel),
+                _ => (Some(cancelled), Shutdown::Running),
+            }
+        })
+    }
+
+    /// Publishes the waker the `JoinHandle` just stored. Fails, leaving the slot with
+    /// the handle, if the process completed meanwhile.
+    pub(crate) fn set_join_waker(&self) -> Result<(), Snapshot> {
+        self.update(|s| {
+            debug_assert!(s.has_join_interest() && !s.has_join_waker(), "{s:?}");
+            if s.is_complete() {
+                return (None, Err(s));
+            }
+            (Some(Snapshot(s.0 | JOIN_WAKER)), Ok(()))
+        })
+    }
+
+    /// Takes the join-waker slot back so the `JoinHandle` can replace its waker. Fails
+    /// if the process completed (the completer may be reading the slot).
+    pub(crate) fn unset_join_waker(&self) -> Result<(), Snapshot> {
+        self.update(|s| {
+            debug_assert!(s.has_join_interest() && s.has_join_waker(), "{s:?}");
+            if s.is_complete() {
+                return (None, Err(s));
+            }
+            (Some(Snapshot(s.0 & !JOIN_WAKER)), Ok(()))
+        })
+    }
+
+    /// The `JoinHandle` is dropped.
+    pub(crate) fn unset_join_interest(&self) -> JoinDrop {
+        self.update(|s| {
+            debug_assert!(s.has_join_interest(), "{s:?}");
+            if s.is_complete() {
+                return (Some(Snapshot(s.0 & !JOIN_INTEREST)), JoinDrop::DropOutput);
+            }
+            let next = Snapshot(s.0 & !(JOIN_INTEREST | JOIN_WAKER));
+            (
+                Some(next),
+                JoinDrop::Detached {
+                    owns_waker: s.has_join_waker(),
+                },
+            )
+        })
+    }
+
+    /// Adds a reference on behalf of a holder of an existing one.
+    pub(crate) fn ref_inc(&self) {
+        // Relaxed: a new reference is made from one the caller holds, so the process
+        // cannot be freed meanwhile and nothing needs to be published (as `Arc::clone`).
+        let prev = self.word.fetch_add(REF_ONE, Ordering::Relaxed);
+        if Snapshot(prev).ref_count() > REF_MAX {
+            std::process::abort();
+        }
+    }
+
+    /// Releases one reference; true if it was the last, and the caller must free the
+    /// process. AcqRel: the release publishes this holder's last accesses, the acquire
+    /// makes every other holder's visible to the one that frees.
+    #[must_use]
+    pub(crate) fn ref_dec(&self) -> bool {
+        let prev = Snapshot(self.word.fetch_sub(REF_ONE, Ordering::AcqRel));
+        debug_assert!(prev.ref_count() >= 1, "{prev:?}");
+        prev.ref_count() == 1
+    }
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.load().fmt(f)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn refs(state: &State) -> usize {
+        state.load().ref_count()
+    }
+
+    #[test]
+    fn a_new_process_is_queued_with_three_references() {
+        let state = State::new_process();
+        let s = state.load();
+        assert_eq!(s.process_state(), ProcessState::Queued);
+        assert!(s.has_join_interest() && !s.has_join_waker() && !s.is_complete());
+        assert!(!s.is_blocking());
+        assert_eq!(s.ref_count(), 3);
+        assert!(State::new_blocking().load().is_blocking());
+    }
+
+    #[test]
+    fn pending_poll_without_wake_sleeps_and_releases_the_entry() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        assert_eq!(state.load().process_state(), ProcessState::Running);
+        assert_eq!(state.transition_to_idle(), ToIdle::Slept);
+        assert_eq!(state.load().process_state(), ProcessState::Sleeping);
+        assert_eq!(refs(&state), 2);
+    }
+
+    #[test]
+    fn a_wake_while_running_is_kept_as_yielding_and_requeued() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        assert_eq!(state.transition_to_notified_by_ref(), Notify::DoNothing);
+        assert_eq!(state.load().process_state(), ProcessState::Yielding);
+        // A second wake while yielding changes nothing.
+        assert_eq!(state.transition_to_notified_by_ref(), Notify::DoNothing);
+        assert_eq!(state.transition_to_idle(), ToIdle::Requeue);
+        assert_eq!(state.load().process_state(), ProcessState::Queued);
+        assert_eq!(
+            refs(&state),
+            3,
+            "the entry's reference is kept for the requeue"
+        );
+    }
+
+    #[test]
+    fn wake_of_a_sleeping_process_queues_it_once() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        assert_eq!(state.transition_to_idle(), ToIdle::Slept);
+        assert_eq!(state.transition_to_notified_by_ref(), Notify::Submit);
+        assert_eq!(refs(&state), 3);
+        assert_eq!(state.transition_to_notified_by_ref(), Notify::DoNothing);
+        assert_eq!(refs(&state), 3);
+    }
+
+    #[test]
+    fn wake_by_val_hands_its_reference_to_the_queue_entry() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        assert_eq!(state.transition_to_idle(), ToIdle::Slept);
+        state.ref_inc(); // a waker
+        assert_eq!(refs(&state), 3);
+        assert_eq!(state.transition_to_notified_by_val(), NotifyByVal::Submit);
+        assert_eq!(refs(&state), 3);
+        state.ref_inc(); // another waker, woken while queued: just released
+        assert_eq!(
+            state.transition_to_notified_by_val(),
+            NotifyByVal::DoNothing
+        );
+        assert_eq!(refs(&state), 3);
+    }
+
+    #[test]
+    fn wake_by_val_of_a_running_process_yields_and_releases() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        state.ref_inc();
+        assert_eq!(
+            state.transition_to_notified_by_val(),
+            NotifyByVal::DoNothing
+        );
+        assert_eq!(state.load().process_state(), ProcessState::Yielding);
+        assert_eq!(refs(&state), 3);
+    }
+
+    #[test]
+    fn completion_is_final_and_wakes_do_nothing_after_it() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        let before = state.transition_to_complete();
+        assert!(before.has_join_interest() && !before.is_complete());
+        let s = state.load();
+        assert!(s.is_complete());
+        assert_eq!(s.process_state(), ProcessState::Sleeping);
+        assert_eq!(state.transition_to_notified_by_ref(), Notify::DoNothing);
+        assert_eq!(state.transition_to_aborted(), Notify::DoNothing);
+        assert_eq!(state.transition_to_shutdown(), Shutdown::Done);
+        state.ref_inc();
+        assert_eq!(
+            state.transition_to_notified_by_val(),
+            NotifyByVal::DoNothing
+        );
+        assert_eq!(refs(&state), 3);
+    }
+
+    #[test]
+    fn the_last_reference_asks_for_deallocation() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        let _ = state.transition_to_complete();
+        assert!(!state.ref_dec());
+        assert!(!state.ref_dec());
+        assert_eq!(refs(&state), 1);
+        assert_eq!(state.transition_to_notified_by_val(), NotifyByVal::Dealloc);
+    }
+
+    #[test]
+    fn abort_queues_a_sleeping_process_and_marks_a_running_one() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        assert_eq!(state.transition_to_idle(), ToIdle::Slept);
+        assert_eq!(state.transition_to_aborted(), Notify::Submit);
+        assert_eq!(
+            state.transition_to_aborted(),
+            Notify::DoNothing,
+            "only once"
+        );
+        assert_eq!(state.transition_to_running(), ToRunning::Cancel);
+
+        let running = State::new_process();
+        assert_eq!(running.transition_to_running(), ToRunning::Poll);
+        assert_eq!(running.transition_to_aborted(), Notify::DoNothing);
+        assert_eq!(running.transition_to_idle(), ToIdle::Cancel);
+    }
+
+    #[test]
+    fn shutdown_takes_idle_processes_and_leaves_running_ones_to_their_poller() {
+        let queued = State::new_process();
+        assert_eq!(queued.transition_to_shutdown(), Shutdown::Cancel);
+        let _ = queued.transition_to_complete();
+        assert_eq!(queued.transition_to_running(), ToRunning::Stale);
+
+        let running = State::new_process();
+        assert_eq!(running.transition_to_running(), ToRunning::Poll);
+        assert_eq!(running.transition_to_shutdown(), Shutdown::Running);
+        assert!(running.load().is_cancelled());
+    }
+
+    #[test]
+    fn join_waker_protocol() {
+        let state = State::new_process();
+        assert_eq!(state.set_join_waker(), Ok(()));
+        assert_eq!(state.unset_join_waker(), Ok(()));
+        assert_eq!(state.set_join_waker(), Ok(()));
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        let before = state.transition_to_complete();
+        assert!(before.has_join_waker());
+        assert!(state.unset_join_waker().is_err());
+        assert_eq!(state.unset_join_interest(), JoinDrop::DropOutput);
+
+        let detached = State::new_process();
+        assert_eq!(detached.set_join_waker(), Ok(()));
+        assert_eq!(
+            detached.unset_join_interest(),
+            JoinDrop::Detached { owns_waker: true }
+        );
+        assert!(!detached.load().has_join_waker());
+    }
+}

@@ -1,0 +1,78 @@
+//! The `Waker` of a process: a pointer to its header and one reference.
+
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
+use std::task::{RawWaker, RawWakerVTable, Waker};
+
+use crate::runtime::Schedule;
+use crate::task::header::Header;
+use crate::task::raw::{Notified, RawTask};
+use crate::task::state::{Notify, NotifyByVal};
+
+static WAKER_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(clone_waker, wake_by_val, wake_by_ref, drop_waker);
+
+/// A waker for the process at `ptr` that borrows the caller's reference instead of
+/// holding one; it must not outlive that reference (the poll it is made for).
+pub(crate) fn waker_ref(ptr: NonNull<Header>) -> ManuallyDrop<Waker> {
+    // SAFETY: the vtable's functions uphold the `RawWaker` contract for a header
+    // pointer; `ManuallyDrop` keeps this borrowed waker from releasing a reference.
+    ManuallyDrop::new(unsafe { Waker::new(ptr.as_ptr().cast(), &WAKER_VTABLE) })
+}
+
+/// The process behind `waker`, if it is a csp process waker.
+#[allow(dead_code)] // used by the channel handoff and deadlock detection
+pub(crate) fn process_of(waker: &Waker) -> Option<RawTask> {
+    if waker.vtable() != &WAKER_VTABLE {
+        return None;
+    }
+    let ptr = NonNull::new(waker.data().cast_mut().cast::<Header>())?;
+    // SAFETY: a csp waker's data is the header of a process it holds a reference to.
+    Some(unsafe { RawTask::from_raw(ptr) })
+}
+
+/// # Safety
+/// `data` is the header pointer of a csp waker holding (or borrowing) a reference.
+unsafe fn raw_task(data: *const ()) -> RawTask {
+    // SAFETY: per the caller, a live header pointer, never null.
+    unsafe { RawTask::from_raw(NonNull::new_unchecked(data.cast_mut().cast())) }
+}
+
+unsafe fn clone_waker(data: *const ()) -> RawWaker {
+    // SAFETY: called on a live csp waker.
+    unsafe { raw_task(data) }.ref_inc();
+    RawWaker::new(data, &WAKER_VTABLE)
+}
+
+unsafe fn wake_by_val(data: *const ()) {
+    // SAFETY: called on a live csp waker, whose reference this call consumes.
+    let raw = unsafe { raw_task(data) };
+    match raw.state().transition_to_notified_by_val() {
+        NotifyByVal::Submit => {
+            // SAFETY: the waker's reference became the run queue entry's.
+            let entry = unsafe { Notified::from_raw(raw) };
+            raw.header().shared.schedule(entry, Schedule::Wake);
+        }
+        NotifyByVal::DoNothing => {}
+        // SAFETY: the waker's reference was the last.
+        NotifyByVal::Dealloc => unsafe { (raw.header().vtable.dealloc)(raw.as_ptr()) },
+    }
+}
+
+unsafe fn wake_by_ref(data: *const ()) {
+    // SAFETY: called on a live csp waker.
+    let raw = unsafe { raw_task(data) };
+    match raw.state().transition_to_notified_by_ref() {
+        Notify::Submit => {
+            // SAFETY: the transition added the reference this entry owns.
+            let entry = unsafe { Notified::from_raw(raw) };
+            raw.header().shared.schedule(entry, Schedule::Wake);
+        }
+        Notify::DoNothing => {}
+    }
+}
+
+unsafe fn drop_waker(data: *const ()) {
+    // SAFETY: called on a live csp waker, whose reference is released here.
+    unsafe { raw_task(data).drop_reference() }
+}

@@ -1,0 +1,43 @@
+//! Every tuning constant of the runtime, in one place, with where its value came from.
+
+use std::time::Duration;
+
+/// Processes a worker runs in a row from its handoff slot before it puts the slot's
+/// occupant at the back of its queue and takes the queue's head instead. Bounds how long a
+/// ping-pong pair can keep the rest of the queue waiting. 32 keeps handoff chains hot
+/// (ping_pong loses about 3% per halving below 16 on the bench machine) while a queued
+/// process waits at most 32 short polls.
+pub(crate) const MAX_CONSECUTIVE_HANDOFFS: u32 = 32;
+
+/// A worker looks at the global injector first every this many scheduling ticks, even
+/// with local work, so spawns and wakes from outside the pool are not starved. 61 as in
+/// Go's scheduler (a prime, so it does not beat with other periodic work), per DESIGN.md.
+pub(crate) const GLOBAL_QUEUE_INTERVAL: u32 = 61;
+
+/// Most processes a worker moves from the injector to its own queue in one go; the same
+/// as crossbeam-deque's own batch limit (seed 002 moves 16: 32 halves the injector
+/// traffic of spawn_remote with no loss elsewhere).
+pub(crate) const INJECTOR_BATCH: usize = 32;
+
+/// Rounds of stealing an idle worker tries before it parks (seed 002's table: below
+/// [`TIGHT_SPIN_ROUNDS`] it spins on the CPU, then yields its thread to the OS between
+/// rounds, and parks at this count).
+pub(crate) const SEARCH_ROUNDS: u32 = 16;
+
+/// Search rounds separated by a CPU spin hint rather than an OS yield (seed 002).
+pub(crate) const TIGHT_SPIN_ROUNDS: u32 = 4;
+
+/// Registry shards per worker thread: enough that processes completing on different
+/// workers rarely meet on one shard lock (tokio shards its task list the same way).
+pub(crate) const REGISTRY_SHARDS_PER_WORKER: usize = 4;
+
+/// Most threads in a runtime's blocking pool (API.md).
+pub(crate) const BLOCKING_MAX_THREADS: usize = 512;
+
+/// How long an idle blocking-pool thread waits for work before it exits (API.md).
+pub(crate) const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// Ids a thread takes from the global counter at once. Small enough that ids stay short
+/// in reports (`process #260`), large enough that the shared counter is touched once per
+/// 256 spawns.
+pub(crate) const ID_BLOCK: u64 = 256;
