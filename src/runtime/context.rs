@@ -20,6 +20,8 @@ struct Context {
 }
 
 thread_local! {
+    // Not `const`-initialized: loom's `thread_local!` has no const form.
+    #[allow(clippy::missing_const_for_thread_local)]
     static CONTEXT: Context = Context {
         worker: Cell::new(None),
         entered: RefCell::new(None),

@@ -74,7 +74,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.shared.spawn(future, Location::caller())
+        Shared::spawn(&self.shared, future, Location::caller())
     }
 
     /// Runs the blocking closure `f` on this runtime's blocking pool, a set of threads
@@ -92,7 +92,7 @@ impl Handle {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        self.shared.spawn_blocking(f, Location::caller())
+        Shared::spawn_blocking(&self.shared, f, Location::caller())
     }
 }
 

@@ -21,7 +21,7 @@ mod idle;
 mod info;
 mod latch;
 mod metrics;
-mod queue;
+pub(crate) mod queue;
 mod registry;
 #[allow(clippy::module_inception)] // the file is named after the concept it holds
 mod runtime;

@@ -13,7 +13,9 @@ pub(crate) enum Steal {
     Success(Notified),
     /// Nothing there.
     Empty,
-    /// Lost a race with another thief; worth trying again.
+    /// Lost a race with another thief; worth trying again. (The loom stand-in never
+    /// loses such races: it locks.)
+    #[cfg_attr(loom, allow(dead_code))]
     Retry,
 }
 
@@ -126,8 +128,8 @@ mod imp {
     ) -> Steal {
         let batch: Vec<Notified> = {
             let mut src = src.lock();
-            let n = limit(src.len());
-            src.drain(..n.min(src.len())).collect()
+            let len = src.len();
+            src.drain(..limit(len).min(len)).collect()
         };
         let mut batch = batch.into_iter();
         let Some(first) = batch.next() else {

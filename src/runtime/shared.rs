@@ -126,7 +126,7 @@ impl Shared {
 
     /// Spawns a process.
     pub(crate) fn spawn<F>(
-        self: &Arc<Self>,
+        this: &Arc<Self>,
         future: F,
         spawned_at: &'static Location<'static>,
     ) -> JoinHandle<F::Output>
@@ -134,13 +134,13 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let task = task::allocate(future, self.clone(), next_process_id(), spawned_at, false);
-        if !self.registry.insert(task.registry) {
+        let task = task::allocate(future, this.clone(), next_process_id(), spawned_at, false);
+        if !this.registry.insert(task.registry) {
             return Self::reject(task);
         }
         let NewTask { entry, join, .. } = task;
         let entry = context::with_worker(|local| match local {
-            Some(local) if local.belongs_to(self) => {
+            Some(local) if local.belongs_to(this) => {
                 bump(&local.counters().spawned);
                 local.schedule(entry, Schedule::Spawn);
                 None
@@ -149,15 +149,15 @@ impl Shared {
         });
         if let Some(entry) = entry {
             // Relaxed: a counter, read only for metrics.
-            self.remote_spawned.fetch_add(1, Ordering::Relaxed);
-            self.push_remote(entry);
+            this.remote_spawned.fetch_add(1, Ordering::Relaxed);
+            this.push_remote(entry);
         }
         join
     }
 
     /// Runs `f` on the blocking pool.
     pub(crate) fn spawn_blocking<F, R>(
-        self: &Arc<Self>,
+        this: &Arc<Self>,
         f: F,
         spawned_at: &'static Location<'static>,
     ) -> JoinHandle<R>
@@ -167,18 +167,18 @@ impl Shared {
     {
         let task = task::allocate(
             BlockingTask::new(f),
-            self.clone(),
+            this.clone(),
             next_process_id(),
             spawned_at,
             true,
         );
-        if !self.registry.insert(task.registry) {
+        if !this.registry.insert(task.registry) {
             return Self::reject(task);
         }
         let handle = Handle {
-            shared: self.clone(),
+            shared: this.clone(),
         };
-        self.blocking.submit(task.entry, &handle);
+        this.blocking.submit(task.entry, &handle);
         task.join
     }
 

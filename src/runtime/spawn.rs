@@ -5,7 +5,7 @@ use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::runtime::{block_on as driver, context, default};
+use crate::runtime::{Shared, block_on as driver, context, default};
 use crate::task::JoinHandle;
 
 /// Spawns a process: on the runtime the current thread is in (a csp process,
@@ -31,7 +31,7 @@ where
     let on_worker = context::with_worker(|local| {
         local.map(|local| {
             let future = future.take().expect("taken once");
-            local.shared().spawn(future, at)
+            Shared::spawn(local.shared(), future, at)
         })
     });
     if let Some(join) = on_worker {
@@ -39,8 +39,8 @@ where
     }
     let future = future.take().expect("taken once");
     match context::current_handle() {
-        Some(handle) => handle.shared.spawn(future, at),
-        None => default::shared().spawn(future, at),
+        Some(handle) => Shared::spawn(&handle.shared, future, at),
+        None => Shared::spawn(default::shared(), future, at),
     }
 }
 
@@ -61,8 +61,8 @@ where
 {
     let at = Location::caller();
     match context::current_handle() {
-        Some(handle) => handle.shared.spawn_blocking(f, at),
-        None => default::shared().spawn_blocking(f, at),
+        Some(handle) => Shared::spawn_blocking(&handle.shared, f, at),
+        None => Shared::spawn_blocking(default::shared(), f, at),
     }
 }
 

@@ -34,6 +34,9 @@ use crate::tuning::{
     TIGHT_SPIN_ROUNDS,
 };
 
+#[cfg(all(test, loom))]
+mod loom_models;
+
 /// A worker's own state, on its thread's stack; reached from wakers through the
 /// thread-local context, never from another thread.
 pub(crate) struct Local {
@@ -78,7 +81,7 @@ impl Local {
             searching: Cell::new(false),
             polling: Cell::new(false),
             // Any odd, index-dependent seed: victims need only differ between workers.
-            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64) << 1 | 1)),
+            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (((index as u64) << 1) | 1)),
         }
     }
 

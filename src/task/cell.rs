@@ -9,7 +9,7 @@ use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::AtomicU64;
 use crate::runtime::Shared;
 use crate::task::JoinError;
-use crate::task::header::{Header, Links, Prefix};
+use crate::task::header::{Header, Links};
 use crate::task::raw::Vtable;
 use crate::task::state::State;
 
@@ -60,6 +60,7 @@ impl<F: Future> Cell<F> {
 // `Cell<F>` must begin like `Prefix` for `Header::links` to be right.
 #[cfg(not(loom))]
 const _: () = {
+    use crate::task::header::Prefix;
     type Probe = Cell<std::future::Ready<()>>;
     assert!(std::mem::offset_of!(Probe, header) == std::mem::offset_of!(Prefix, header));
     assert!(std::mem::offset_of!(Probe, links) == std::mem::offset_of!(Prefix, links));

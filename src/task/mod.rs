@@ -13,6 +13,8 @@ mod error;
 mod harness;
 pub(crate) mod header;
 mod join;
+#[cfg(all(test, loom))]
+mod loom_models;
 pub(crate) mod raw;
 pub(crate) mod state;
 pub(crate) mod waker;

@@ -231,14 +231,14 @@ impl State {
     /// the `JoinHandle`.
     pub(crate) fn new_process() -> State {
         State {
-            word: AtomicUsize::new(QUEUED | JOIN_INTEREST | 3 * REF_ONE),
+            word: AtomicUsize::new(QUEUED | JOIN_INTEREST | (3 * REF_ONE)),
         }
     }
 
     /// A new `spawn_blocking` task: as [`State::new_process`], marked [`BLOCKING`].
     pub(crate) fn new_blocking() -> State {
         State {
-            word: AtomicUsize::new(QUEUED | JOIN_INTEREST | BLOCKING | 3 * REF_ONE),
+            word: AtomicUsize::new(QUEUED | JOIN_INTEREST | BLOCKING | (3 * REF_ONE)),
         }
     }
 

@@ -1,0 +1,121 @@
+//! loom model of the run queues, driven through the real worker code: processes pushed
+//! to the injector are taken by one worker's `next_task` (local queue, handoff slot and
+//! injector batches) and by another's `steal` (injector and steal-half), and every one is
+//! run exactly once.
+
+use std::future::Future;
+use std::panic::Location;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+
+use super::Local;
+use crate::runtime::Shared;
+
+/// Completes on its first poll, counting polls in its own slot of `polls`.
+struct Once {
+    polls: Arc<Vec<AtomicUsize>>,
+    index: usize,
+}
+
+impl Future for Once {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        self.polls[self.index].fetch_add(1, Ordering::SeqCst);
+        Poll::Ready(())
+    }
+}
+
+/// Runs everything this worker can find through `next_task`: its slot, its queue and
+/// the injector. Bounded: it stops as soon as it finds nothing.
+fn drain(local: &Local) {
+    while let Some(entry) = local.next_task() {
+        local.run_task(entry);
+    }
+}
+
+#[test]
+fn loom_run_queue_conservation() {
+    const PROCESSES: usize = 3;
+    loom::model(|| {
+        let (shared, mut queues) = Shared::new(2, "loom".to_owned());
+        let polls: Arc<Vec<AtomicUsize>> =
+            Arc::new((0..PROCESSES).map(|_| AtomicUsize::new(0)).collect());
+        let joins: Vec<_> = (0..PROCESSES)
+            .map(|index| {
+                let future = Once {
+                    polls: polls.clone(),
+                    index,
+                };
+                Shared::spawn(&shared, future, Location::caller())
+            })
+            .collect();
+
+        let thief = {
+            let local = Local::new(shared.clone(), 1, queues.pop().unwrap());
+            thread::spawn(move || {
+                if let Some(entry) = local.steal() {
+                    local.run_task(entry);
+                }
+                drain(&local);
+                local
+            })
+        };
+        let owner = Local::new(shared.clone(), 0, queues.pop().unwrap());
+        drain(&owner);
+        let thief = thief.join().unwrap();
+        drain(&owner);
+        drain(&thief);
+
+        for p in polls.iter() {
+            assert_eq!(
+                p.load(Ordering::SeqCst),
+                1,
+                "every process runs exactly once"
+            );
+        }
+        for join in joins {
+            assert!(join.is_finished());
+        }
+        assert!(!shared.has_work());
+        assert_eq!(shared.registry().processes(), 0);
+        drop(owner);
+        assert!(shared.begin_shutdown());
+    });
+}
+
+/// A worker going to sleep races a spawn from outside the pool: either its last look
+/// sees the new process, or the spawn's notification wakes it. A lost wake-up leaves the
+/// worker parked forever, which loom reports as a deadlock.
+#[test]
+fn loom_park_racing_remote_spawn() {
+    loom::model(|| {
+        let (shared, mut queues) = Shared::new(1, "loom".to_owned());
+        let polls: Arc<Vec<AtomicUsize>> = Arc::new(vec![AtomicUsize::new(0)]);
+        let worker = {
+            let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
+            thread::spawn(move || {
+                local.park();
+                drain(&local);
+                local
+            })
+        };
+        let join = Shared::spawn(
+            &shared,
+            Once {
+                polls: polls.clone(),
+                index: 0,
+            },
+            Location::caller(),
+        );
+        let worker = worker.join().unwrap();
+        drain(&worker);
+        assert_eq!(polls[0].load(Ordering::SeqCst), 1);
+        assert!(join.is_finished());
+        assert!(shared.begin_shutdown());
+    });
+}
