@@ -51,9 +51,11 @@ impl IdBlock {
 }
 
 static PROCESS_IDS: IdSource = IdSource::new();
+static CHANNEL_IDS: IdSource = IdSource::new();
 
 std::thread_local! {
     static PROCESS_BLOCK: IdBlock = const { IdBlock::new() };
+    static CHANNEL_BLOCK: IdBlock = const { IdBlock::new() };
 }
 
 /// A new process id: unique in this OS process, never reused, never 0.
@@ -62,6 +64,13 @@ pub(crate) fn next_process_id() -> u64 {
         .try_with(|block| block.next(&PROCESS_IDS))
         // During thread-local teardown: take a block of one's own.
         .unwrap_or_else(|_| PROCESS_IDS.take_block())
+}
+
+/// A new channel id: unique in this OS process, never reused, never 0.
+pub(crate) fn next_channel_id() -> u64 {
+    CHANNEL_BLOCK
+        .try_with(|block| block.next(&CHANNEL_IDS))
+        .unwrap_or_else(|_| CHANNEL_IDS.take_block())
 }
 
 #[cfg(all(test, not(loom)))]

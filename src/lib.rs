@@ -32,12 +32,18 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod alt;
+mod chan;
 mod id;
 pub(crate) mod loom;
 mod runtime;
 mod task;
 mod tuning;
 
+pub use chan::{
+    ChannelEnd, Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, Sender,
+    TryRecvError, TrySendError, bounded, channel, unbounded,
+};
 pub use runtime::{
     Builder, Handle, Metrics, ProcessInfo, ProcessState, Runtime, block_on, spawn, spawn_blocking,
     yield_now,

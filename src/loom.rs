@@ -94,8 +94,6 @@ mod imp {
         pub(crate) use std::thread::{Builder, JoinHandle, yield_now};
     }
 
-    pub(crate) use std::thread_local;
-
     /// A hint that this thread is spinning on a value another thread will change.
     #[inline(always)]
     pub(crate) fn spin_loop() {

@@ -43,6 +43,12 @@ impl ThreadWaker {
 pub(crate) fn block_on<F: Future>(handle: &Handle, future: F) -> F::Output {
     context::assert_may_block("block_on");
     let _enter = context::enter(handle.clone());
+    park_on(future)
+}
+
+/// Runs `future` to completion on this thread, parking between polls; marks csp as
+/// polling meanwhile (so a nested blocking call panics instead of deadlocking).
+pub(crate) fn park_on<F: Future>(future: F) -> F::Output {
     let thread_waker = Arc::new(ThreadWaker {
         thread: thread::current(),
         notified: AtomicBool::new(false),

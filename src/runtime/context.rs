@@ -6,7 +6,6 @@
 use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
 
-use crate::loom::thread_local;
 use crate::runtime::Handle;
 use crate::runtime::worker::Local;
 
@@ -19,17 +18,29 @@ struct Context {
     polling: Cell<bool>,
 }
 
-thread_local! {
-    // Not `const`-initialized: loom's `thread_local!` has no const form.
-    #[allow(clippy::missing_const_for_thread_local)]
-    static CONTEXT: Context = Context {
-        worker: Cell::new(None),
-        entered: RefCell::new(None),
-        polling: Cell::new(false),
-    };
+impl Context {
+    const fn new() -> Context {
+        Context {
+            worker: Cell::new(None),
+            entered: RefCell::new(None),
+            polling: Cell::new(false),
+        }
+    }
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static CONTEXT: Context = const { Context::new() };
+}
+
+// loom's `thread_local!` has no `const` form.
+#[cfg(loom)]
+crate::loom::thread_local! {
+    static CONTEXT: Context = Context::new();
 }
 
 /// Calls `f` with the worker running on this thread, if any.
+#[inline]
 pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Local>) -> R) -> R {
     let worker = CONTEXT.try_with(|cx| cx.worker.get()).ok().flatten();
     // SAFETY: the pointer is set only while the worker's `Local` lives on this thread's

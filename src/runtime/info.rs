@@ -38,8 +38,8 @@ pub struct ProcessInfo {
     pub state: ProcessState,
     /// Where it was spawned.
     pub spawned_at: &'static Location<'static>,
-    /// What it waits on, e.g. `"recv on channel #7"`; `None` when it waits on nothing
-    /// csp knows about. Channels do not record their waits yet, so this is `None` for
-    /// every process in this version.
+    /// What a sleeping process waits on, e.g. `"recv on channel #7"`, `"send on
+    /// channel #4"`, `"join of process #9"`; `None` when it is not sleeping or waits on
+    /// something csp does not know (a timer of another runtime, I/O).
     pub waiting_on: Option<String>,
 }

@@ -11,10 +11,10 @@
 //! - `block_on.rs`, `spawn.rs`: the entry points;
 //! - `metrics.rs`, `info.rs`: counters and process dumps.
 
-mod block_on;
+pub(crate) mod block_on;
 mod blocking;
 mod builder;
-mod context;
+pub(crate) mod context;
 mod default;
 mod handle;
 mod idle;

@@ -56,6 +56,10 @@ mod imp {
         pub(crate) fn pop(&self) -> Option<Notified> {
             self.0.pop()
         }
+
+        pub(crate) fn is_empty(&self) -> bool {
+            self.0.is_empty()
+        }
     }
 
     impl Stealer {
@@ -116,6 +120,10 @@ mod imp {
 
         pub(crate) fn pop(&self) -> Option<Notified> {
             self.0.lock().pop_front()
+        }
+
+        pub(crate) fn is_empty(&self) -> bool {
+            self.0.lock().is_empty()
         }
     }
 

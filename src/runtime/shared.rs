@@ -14,8 +14,8 @@ use crate::runtime::latch::Latch;
 use crate::runtime::metrics::{self, Metrics, WorkerCounters, bump};
 use crate::runtime::queue::{Injector, LocalQueue, Steal, Stealer};
 use crate::runtime::registry::Registry;
-use crate::runtime::{Handle, ProcessInfo, context};
-use crate::task::{self, JoinHandle, NewTask, Notified};
+use crate::runtime::{Handle, ProcessInfo, ProcessState, context};
+use crate::task::{self, JoinHandle, NewTask, Notified, WaitOn};
 
 /// Why a process is being put on a run queue; decides where it goes (worker.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +100,7 @@ impl Shared {
 
     /// Puts a process on a run queue: this worker's, if the caller is one of this
     /// runtime's workers, else the injector.
+    #[inline]
     pub(crate) fn schedule(&self, entry: Notified, how: Schedule) {
         let entry = context::with_worker(|local| match local {
             Some(local) if local.belongs_to(self) => {
@@ -253,11 +254,20 @@ impl Shared {
                 return;
             }
             let header = raw.header();
+            let state = state.process_state();
+            // Relaxed: the wait word is a hint for the dump; a stale one is at most one
+            // poll old.
+            let waiting_on = match state {
+                ProcessState::Sleeping => {
+                    WaitOn::decode(header.wait.load(Ordering::Relaxed)).map(|w| w.to_string())
+                }
+                _ => None,
+            };
             out.push(ProcessInfo {
                 id: header.id,
-                state: state.process_state(),
+                state,
                 spawned_at: header.spawned_at,
-                waiting_on: None,
+                waiting_on,
             });
         });
         out.sort_by_key(|p| p.id);

@@ -5,8 +5,8 @@
 //! 1. every [`GLOBAL_QUEUE_INTERVAL`] ticks, a batch from the injector (so work from
 //!    outside the pool is never starved by local work);
 //! 2. its handoff slot: the process the last poll woke or spawned, so it runs next on the
-//!    same core with its message hot in cache, at most [`MAX_CONSECUTIVE_HANDOFFS`] in a
-//!    row before the slot's occupant goes to the back of the queue;
+//!    same core with its message hot in cache; after [`MAX_CONSECUTIVE_HANDOFFS`] in a
+//!    row, the slot's occupant goes to the back of the queue if others wait there;
 //! 3. the head of its own FIFO queue;
 //! 4. a batch from the injector;
 //! 5. half of a random victim's queue (searching, at most half the workers at a time),
@@ -172,7 +172,9 @@ impl Local {
         }
         if let Some(entry) = self.handoff.take() {
             let streak = self.handoff_streak.get();
-            if streak < MAX_CONSECUTIVE_HANDOFFS {
+            // The budget only protects processes waiting in the queue: with none, the
+            // chain goes on (and nobody else is woken to split it up).
+            if streak < MAX_CONSECUTIVE_HANDOFFS || self.queue.is_empty() {
                 self.handoff_streak.set(streak + 1);
                 bump(&self.counters().handoffs);
                 return Some(entry);

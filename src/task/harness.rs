@@ -10,13 +10,15 @@ use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
+use crate::loom::sync::atomic::Ordering;
 use crate::runtime::Schedule;
 use crate::task::JoinError;
+use crate::task::WaitOn;
 use crate::task::cell::{Cell, Stage};
 use crate::task::header::Header;
 use crate::task::raw::{Notified, RawTask};
 use crate::task::state::{JoinDrop, Shutdown, ToIdle, ToRunning};
-use crate::task::waker::waker_ref;
+use crate::task::waker::{process_of, waker_ref};
 
 struct Harness<F: Future> {
     cell: NonNull<Cell<F>>,
@@ -86,6 +88,9 @@ impl<F: Future> Harness<F> {
     /// # Safety
     /// The caller must own the future (`Running`).
     unsafe fn poll_future(&self) -> Option<Result<F::Output, JoinError>> {
+        // Relaxed: the wait word is read only by dumps; this poll records afresh what
+        // the process blocks on.
+        self.cell().header.wait.store(0, Ordering::Relaxed);
         let waker = waker_ref(self.cell.cast());
         let mut cx = Context::from_waker(&waker);
         let polled = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -224,6 +229,11 @@ fn can_read_output(header: &Header, waker: &Waker) -> bool {
         if state.unset_join_waker().is_err() {
             return true;
         }
+    }
+    if let Some(waiter) = process_of(waker) {
+        // Relaxed: read only by dumps.
+        let wait = WaitOn::Join { process: header.id };
+        waiter.header().wait.store(wait.encode(), Ordering::Relaxed);
     }
     // SAFETY: JOIN_WAKER is clear and the process not complete: the slot is ours.
     header

@@ -65,13 +65,10 @@ impl<T> JoinHandle<T> {
     /// # });
     /// ```
     pub fn abort(&self) {
-        match self.raw.state().transition_to_aborted() {
-            Notify::Submit => {
-                // SAFETY: the transition added the reference the entry owns.
-                let entry = unsafe { Notified::from_raw(self.raw) };
-                self.raw.header().shared.schedule(entry, Schedule::Wake);
-            }
-            Notify::DoNothing => {}
+        if self.raw.state().transition_to_aborted() == Notify::Submit {
+            // SAFETY: the transition added the reference the entry owns.
+            let entry = unsafe { Notified::from_raw(self.raw) };
+            self.raw.header().shared.schedule(entry, Schedule::Wake);
         }
     }
 

@@ -17,6 +17,7 @@ mod join;
 mod loom_models;
 pub(crate) mod raw;
 pub(crate) mod state;
+mod wait;
 pub(crate) mod waker;
 
 use std::future::Future;
@@ -24,7 +25,8 @@ use std::panic::Location;
 
 pub use error::JoinError;
 pub use join::JoinHandle;
-pub(crate) use raw::{Notified, RawTask};
+pub(crate) use raw::{Notified, RawTask, TaskRef};
+pub(crate) use wait::WaitOn;
 
 use crate::loom::sync::Arc;
 use crate::runtime::Shared;

@@ -5,9 +5,10 @@ use std::future::Future;
 use std::ptr::NonNull;
 use std::task::Waker;
 
+use crate::runtime::Schedule;
 use crate::task::harness;
 use crate::task::header::Header;
-use crate::task::state::State;
+use crate::task::state::{Notify, NotifyByVal, State};
 
 /// The operations that depend on the future's type.
 pub(crate) struct Vtable {
@@ -97,6 +98,34 @@ impl RawTask {
         }
     }
 
+    /// Wakes the process, consuming one reference the caller holds (a `Waker`'s, or an
+    /// internal one such as a channel entry's).
+    #[inline]
+    pub(crate) fn wake_by_val(self) {
+        match self.state().transition_to_notified_by_val() {
+            NotifyByVal::Submit => {
+                // SAFETY: the caller's reference became the run queue entry's.
+                let entry = unsafe { Notified::from_raw(self) };
+                self.header().shared.schedule(entry, Schedule::Wake);
+            }
+            NotifyByVal::DoNothing => {}
+            // SAFETY: the caller's reference was the last.
+            NotifyByVal::Dealloc => unsafe { (self.header().vtable.dealloc)(self.ptr) },
+        }
+    }
+
+    /// Wakes the process without consuming a reference.
+    pub(crate) fn wake_by_ref(self) {
+        match self.state().transition_to_notified_by_ref() {
+            Notify::Submit => {
+                // SAFETY: the transition added the reference this entry owns.
+                let entry = unsafe { Notified::from_raw(self) };
+                self.header().shared.schedule(entry, Schedule::Wake);
+            }
+            Notify::DoNothing => {}
+        }
+    }
+
     /// Runtime shutdown of one process whose registry reference the caller holds.
     pub(crate) fn shutdown(self) {
         // SAFETY: the caller holds the registry reference, so the process is live.
@@ -107,6 +136,37 @@ impl RawTask {
 impl std::fmt::Debug for RawTask {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "process #{} ({:?})", self.id(), self.state())
+    }
+}
+
+/// An owned reference to a process (an internal one: a channel entry's owner, not a
+/// `Waker`).
+pub(crate) struct TaskRef(RawTask);
+
+impl TaskRef {
+    /// Takes a new reference to `raw`.
+    pub(crate) fn new(raw: RawTask) -> TaskRef {
+        raw.ref_inc();
+        TaskRef(raw)
+    }
+
+    pub(crate) fn raw(&self) -> RawTask {
+        self.0
+    }
+
+    /// Wakes the process, consuming the reference.
+    #[inline]
+    pub(crate) fn wake(self) {
+        let raw = self.0;
+        std::mem::forget(self);
+        raw.wake_by_val();
+    }
+}
+
+impl Drop for TaskRef {
+    fn drop(&mut self) {
+        // SAFETY: this holds one reference, released here.
+        unsafe { self.0.drop_reference() }
     }
 }
 

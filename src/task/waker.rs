@@ -4,10 +4,8 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
-use crate::runtime::Schedule;
 use crate::task::header::Header;
-use crate::task::raw::{Notified, RawTask};
-use crate::task::state::{Notify, NotifyByVal};
+use crate::task::raw::RawTask;
 
 static WAKER_VTABLE: RawWakerVTable =
     RawWakerVTable::new(clone_waker, wake_by_val, wake_by_ref, drop_waker);
@@ -21,7 +19,7 @@ pub(crate) fn waker_ref(ptr: NonNull<Header>) -> ManuallyDrop<Waker> {
 }
 
 /// The process behind `waker`, if it is a csp process waker.
-#[allow(dead_code)] // used by the channel handoff and deadlock detection
+#[inline]
 pub(crate) fn process_of(waker: &Waker) -> Option<RawTask> {
     if waker.vtable() != &WAKER_VTABLE {
         return None;
@@ -46,30 +44,12 @@ unsafe fn clone_waker(data: *const ()) -> RawWaker {
 
 unsafe fn wake_by_val(data: *const ()) {
     // SAFETY: called on a live csp waker, whose reference this call consumes.
-    let raw = unsafe { raw_task(data) };
-    match raw.state().transition_to_notified_by_val() {
-        NotifyByVal::Submit => {
-            // SAFETY: the waker's reference became the run queue entry's.
-            let entry = unsafe { Notified::from_raw(raw) };
-            raw.header().shared.schedule(entry, Schedule::Wake);
-        }
-        NotifyByVal::DoNothing => {}
-        // SAFETY: the waker's reference was the last.
-        NotifyByVal::Dealloc => unsafe { (raw.header().vtable.dealloc)(raw.as_ptr()) },
-    }
+    unsafe { raw_task(data) }.wake_by_val()
 }
 
 unsafe fn wake_by_ref(data: *const ()) {
     // SAFETY: called on a live csp waker.
-    let raw = unsafe { raw_task(data) };
-    match raw.state().transition_to_notified_by_ref() {
-        Notify::Submit => {
-            // SAFETY: the transition added the reference this entry owns.
-            let entry = unsafe { Notified::from_raw(raw) };
-            raw.header().shared.schedule(entry, Schedule::Wake);
-        }
-        Notify::DoNothing => {}
-    }
+    unsafe { raw_task(data) }.wake_by_ref()
 }
 
 unsafe fn drop_waker(data: *const ()) {

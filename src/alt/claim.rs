@@ -1,0 +1,231 @@
+//! The claim flag: one per choice (a plain `send`/`recv` future, or every arm of an
+//! `alt!`), shared by all its waiting entries, so that exactly one counterpart completes
+//! it.
+//!
+//! | value       | meaning                                     | changed by                   |
+//! |-------------|---------------------------------------------|------------------------------|
+//! | `IDLE`      | not registered anywhere                     | the owner, to `WAITING`      |
+//! | `WAITING`   | entries are linked in channels' wait lists   | a claimer (`BUSY`), or the owner (`CANCELLED`) |
+//! | `BUSY`      | a claimer is moving the value               | that claimer, to `CLAIMED`   |
+//! | `CANCELLED` | the owner gave up; nobody may claim it      | the owner, back to `IDLE`     |
+//! | `CLAIMED+i` | arm `i` fired; its entry is unlinked         | the owner, back to `IDLE`     |
+//!
+//! A claimer changes the flag only while holding the lock of the channel where it found
+//! the entry; the owner registers and cancels only while holding the locks of every
+//! channel it is registered on. So a flag seen `WAITING` under the owner's locks cannot
+//! become `BUSY` meanwhile, and `BUSY` is only ever seen by the owner's lock-free check
+//! (the fast path of a poll after a wake), which then takes the lock and waits for it.
+
+use std::task::Waker;
+
+use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::task::waker::process_of;
+use crate::task::{RawTask, TaskRef};
+
+const IDLE: usize = 0;
+const WAITING: usize = 1;
+const BUSY: usize = 2;
+const CANCELLED: usize = 3;
+const CLAIMED: usize = 4;
+
+/// Who to wake when a claim completes.
+pub(crate) enum Owner {
+    /// A csp process, by an internal reference.
+    Process(TaskRef),
+    /// Anything else (another executor, a blocked thread).
+    Foreign(Waker),
+}
+
+impl Owner {
+    /// The owner behind `waker`: a csp process gets an internal reference rather than a
+    /// waker clone.
+    #[inline]
+    pub(crate) fn from_waker(waker: &Waker) -> Owner {
+        match process_of(waker) {
+            Some(raw) => Owner::Process(TaskRef::new(raw)),
+            None => Owner::Foreign(waker.clone()),
+        }
+    }
+
+    /// Wakes the owner, consuming the reference (a process goes to the current worker's
+    /// handoff slot when woken by another process of its runtime).
+    #[inline]
+    pub(crate) fn wake(self) {
+        match self {
+            Owner::Process(task) => task.wake(),
+            Owner::Foreign(waker) => waker.wake(),
+        }
+    }
+
+    /// The process this owner is, if any.
+    pub(crate) fn process(&self) -> Option<RawTask> {
+        match self {
+            Owner::Process(task) => Some(task.raw()),
+            Owner::Foreign(_) => None,
+        }
+    }
+}
+
+/// Owners to wake once the caller drops its channel locks (a foreign waker may re-enter
+/// the channel). Holds the first inline, so the common single wake allocates nothing.
+#[derive(Default)]
+pub(crate) struct Wakes {
+    first: Option<Owner>,
+    more: Vec<Owner>,
+}
+
+impl Wakes {
+    #[inline]
+    pub(crate) fn push(&mut self, owner: Option<Owner>) {
+        let Some(owner) = owner else { return };
+        if self.first.is_none() {
+            self.first = Some(owner);
+        } else {
+            self.more.push(owner);
+        }
+    }
+
+    /// Wakes them all; call with no channel lock held.
+    #[inline]
+    pub(crate) fn run(self) {
+        let Wakes { first, more } = self;
+        if let Some(owner) = first {
+            owner.wake();
+        }
+        if !more.is_empty() {
+            more.into_iter().for_each(Owner::wake);
+        }
+    }
+}
+
+/// What the owner finds when it looks at its flag without a lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Registered and not claimed yet (or a claimer is mid-way: take the lock to know).
+    Pending,
+    /// Arm `i` fired.
+    Claimed(usize),
+}
+
+/// The claim flag and the owner to wake.
+pub(crate) struct Claim {
+    state: AtomicUsize,
+    /// Written by the owner while `IDLE` (or `WAITING` under all its locks); taken by
+    /// the claimer that moved the flag to `BUSY`.
+    owner: UnsafeCell<Option<Owner>>,
+}
+
+// SAFETY: `owner` is accessed by one party at a time, as the flag's protocol (module docs)
+// assigns it; `Owner` is Send (a process reference or a Waker).
+unsafe impl Send for Claim {}
+// SAFETY: as above.
+unsafe impl Sync for Claim {}
+
+impl Claim {
+    pub(crate) fn new() -> Claim {
+        Claim {
+            state: AtomicUsize::new(IDLE),
+            owner: UnsafeCell::new(None),
+        }
+    }
+
+    /// The owner registers: stores who to wake and opens the flag to claimers. Called
+    /// under the locks of every channel it registers on, before the entries are linked.
+    pub(crate) fn begin_wait(&self, owner: Owner) {
+        // SAFETY: IDLE (or a cancelled/claimed flag being reused): no claimer can reach
+        // the flag, so the owner slot is ours.
+        let previous = self
+            .owner
+            .with_mut(|slot| unsafe { (*slot).replace(owner) });
+        debug_assert!(previous.is_none());
+        // Release: a claimer that acquires WAITING sees the owner and the entries' values.
+        self.state.store(WAITING, Ordering::Release);
+    }
+
+    /// The owner, polled again while waiting, stores `fresh` as the one to wake and
+    /// returns the previous one, to drop after unlocking. Called under the locks of every
+    /// channel it is registered on (so no claimer is mid-way).
+    pub(crate) fn replace_owner(&self, fresh: Owner) -> Option<Owner> {
+        debug_assert_eq!(self.state.load(Ordering::Relaxed), WAITING);
+        // SAFETY: WAITING under all the owner's locks: no claimer holds BUSY.
+        self.owner
+            .with_mut(|slot| unsafe { (*slot).replace(fresh) })
+    }
+
+    /// A counterpart claims the flag: true if it won, and must then move the value and
+    /// call [`finish`](Self::finish). Called under the lock of the channel where the
+    /// counterpart found the entry.
+    #[must_use]
+    pub(crate) fn try_claim(&self) -> bool {
+        // Acquire: see the owner's registration (owner slot, entry values).
+        self.state
+            .compare_exchange(WAITING, BUSY, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Completes a won claim for arm `arm`: returns the owner to wake (after the caller
+    /// drops its locks).
+    #[must_use]
+    pub(crate) fn finish(&self, arm: usize) -> Option<Owner> {
+        // SAFETY: BUSY belongs to this claimer, and so does the owner slot.
+        let owner = self.owner.with_mut(|owner| unsafe { (*owner).take() });
+        // Release: the owner, acquiring CLAIMED, sees the moved value and the unlinking.
+        self.state.store(CLAIMED + arm, Ordering::Release);
+        owner
+    }
+
+    /// The owner's lock-free look at its flag.
+    pub(crate) fn seen(&self) -> Seen {
+        // Acquire: pairs with `finish`, so a claimed value is visible.
+        match self.state.load(Ordering::Acquire) {
+            s if s >= CLAIMED => Seen::Claimed(s - CLAIMED),
+            _ => Seen::Pending,
+        }
+    }
+
+    /// The owner gives up (under all its locks): `Ok` with the owner to drop (after
+    /// unlocking) if it was still waiting (nobody can claim it now; the owner must unlink
+    /// its entries), `Err(arm)` if arm `arm` already fired (its entry is unlinked).
+    pub(crate) fn cancel(&self) -> Result<Option<Owner>, usize> {
+        match self
+            .state
+            .compare_exchange(WAITING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                // SAFETY: CANCELLED: no claimer will touch the owner slot again.
+                Ok(self.owner.with_mut(|owner| unsafe { (*owner).take() }))
+            }
+            Err(s) => {
+                debug_assert!(s >= CLAIMED, "cancel of a flag in state {s}");
+                Err(s - CLAIMED)
+            }
+        }
+    }
+
+    /// Back to `IDLE` once the owner has consumed the outcome (for a reusable choice).
+    pub(crate) fn reset(&self) {
+        // Relaxed: only the owner sees the flag outside WAITING.
+        self.state.store(IDLE, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.state.load(Ordering::Relaxed) {
+            IDLE => "idle".to_owned(),
+            WAITING => "waiting".to_owned(),
+            BUSY => "busy".to_owned(),
+            CANCELLED => "cancelled".to_owned(),
+            s => format!("claimed(arm {})", s - CLAIMED),
+        };
+        f.debug_struct("Claim").field("state", &state).finish()
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: nobody else can reach the flag.
+        drop(self.owner.with_mut(|owner| unsafe { (*owner).take() }));
+    }
+}

@@ -1,0 +1,58 @@
+//! The per-operation interface every kind of choice arm implements (recv, send, closed;
+//! timers later), so that the plain `send`/`recv` futures, `alt!` and `Select` run the
+//! same code: try now, register, unregister, take the result.
+
+use std::ptr::NonNull;
+
+use crate::alt::claim::{Claim, Wakes};
+
+/// One communication on one channel, as an arm of a choice.
+///
+/// The choice locks the channel (`lock`/`unlock`; in address order when it has several), then calls `try_now` on each arm, or `register` on every arm; later, when
+/// its claim fired arm `i`, `unregister` on the others and `take_fired` on arm `i`.
+/// Every method but `take_fired` and `abandon` runs under the arm's channel lock.
+pub(crate) trait Operation {
+    /// Locks the channel.
+    fn lock(&self);
+
+    /// Unlocks the channel.
+    ///
+    /// # Safety
+    /// The caller must hold the lock (from `lock`).
+    unsafe fn unlock(&self);
+
+    /// Completes the operation now if the channel allows it, storing the outcome in the
+    /// operation; `own` is the choice's flag, never paired with itself.
+    ///
+    /// # Safety
+    /// The channel lock is held.
+    unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool;
+
+    /// Links the operation's entry as arm `arm` of the choice whose flag is `claim`.
+    ///
+    /// # Safety
+    /// The channel lock is held; the operation is pinned and unregistered before it is
+    /// dropped; `claim` outlives the registration.
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize);
+
+    /// Unlinks the entry if it is linked.
+    ///
+    /// # Safety
+    /// The channel lock is held.
+    unsafe fn unregister(&self);
+
+    /// Moves the outcome of a fired entry into the operation's result. Called by the
+    /// owner, without the lock, once the claim says this arm fired.
+    ///
+    /// # Safety
+    /// The claim fired this arm (so no claimer touches the entry any more).
+    unsafe fn take_fired(&self);
+
+    /// The operation completed (by `try_now` or `take_fired`) but its choice is being
+    /// dropped without reading the result: undo what can be undone (a received value
+    /// goes back to its channel). Takes the lock itself.
+    fn abandon(&self);
+
+    /// Records, for process dumps, what a process blocked on this arm waits on.
+    fn describe(&self) -> crate::task::WaitOn;
+}

@@ -1,0 +1,173 @@
+//! A choice of one operation: the engine of the plain `send`, `recv` and `closed`
+//! futures, on the same claim flag and `Operation` interface as `alt!`.
+//!
+//! The poll after a wake is lock-free: the claimer has already moved the value and
+//! unlinked the entry, so the owner only reads its flag and its slot.
+
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+
+use crate::alt::claim::{Claim, Owner, Seen, Wakes};
+use crate::alt::operation::Operation;
+use crate::loom::sync::atomic::Ordering;
+use crate::task::TaskRef;
+use crate::task::waker::process_of;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Not tried yet.
+    Start,
+    /// Registered: the entry is linked, or fired and not yet read.
+    Waiting,
+    /// Completed; the outcome is in the operation.
+    Done,
+}
+
+pin_project! {
+    /// One operation and its claim flag, pinned together.
+    pub(crate) struct Single<O: Operation> {
+        claim: Claim,
+        #[pin]
+        op: O,
+        stage: Stage,
+    }
+
+    impl<O: Operation> PinnedDrop for Single<O> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            let op = this.op.as_ref().get_ref();
+            match *this.stage {
+                Stage::Start => {}
+                Stage::Done => op.abandon(),
+                Stage::Waiting => {
+                    if this.claim.seen() == Seen::Pending {
+                        op.lock();
+                        match this.claim.cancel() {
+                            Ok(owner) => {
+                                // SAFETY: the lock is held; the entry is unlinked before
+                                // the op's memory goes.
+                                unsafe {
+                                    op.unregister();
+                                    op.unlock();
+                                }
+                                drop(owner);
+                                return;
+                            }
+                            // Fired while we waited for the lock.
+                            // SAFETY: the lock is held.
+                            Err(_) => unsafe { op.unlock() },
+                        }
+                    }
+                    // SAFETY: the claim fired this (only) arm.
+                    unsafe { op.take_fired() };
+                    op.abandon();
+                }
+            }
+        }
+    }
+}
+
+impl<O: Operation> Single<O> {
+    pub(crate) fn new(op: O) -> Self {
+        Single {
+            claim: Claim::new(),
+            op,
+            stage: Stage::Start,
+        }
+    }
+
+    pub(crate) fn op(self: Pin<&Self>) -> &O {
+        self.project_ref().op.get_ref()
+    }
+
+    pub(crate) fn is_terminated(&self) -> bool {
+        self.stage == Stage::Done
+    }
+
+    /// Marks the outcome as read (so a drop does not give it back).
+    pub(crate) fn consumed(self: Pin<&mut Self>) {
+        debug_assert_eq!(self.stage, Stage::Done);
+        *self.project().stage = Stage::Start;
+    }
+
+    /// Drives the operation; `Ready` once its outcome is stored in the op.
+    #[inline]
+    pub(crate) fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        let op = this.op.as_ref().get_ref();
+        let claim: &Claim = this.claim;
+        match *this.stage {
+            Stage::Start => {
+                op.lock();
+                let mut wakes = Wakes::default();
+                // SAFETY: the lock is held.
+                if unsafe { op.try_now(claim, &mut wakes) } {
+                    // SAFETY: the lock is held.
+                    unsafe { op.unlock() };
+                    wakes.run();
+                    *this.stage = Stage::Done;
+                    return Poll::Ready(());
+                }
+                let owner = match process_of(cx.waker()) {
+                    Some(process) => {
+                        // Relaxed: read only by dumps.
+                        let wait = op.describe().encode();
+                        process.header().wait.store(wait, Ordering::Relaxed);
+                        Owner::Process(TaskRef::new(process))
+                    }
+                    None => {
+                        // A foreign waker is cloned with the lock dropped: no foreign code
+                        // runs under it. Then try again, as the channel may have changed.
+                        // SAFETY: the lock is held.
+                        unsafe { op.unlock() };
+                        let owner = Owner::Foreign(cx.waker().clone());
+                        op.lock();
+                        // SAFETY: the lock is held.
+                        if unsafe { op.try_now(claim, &mut wakes) } {
+                            // SAFETY: the lock is held.
+                            unsafe { op.unlock() };
+                            wakes.run();
+                            drop(owner);
+                            *this.stage = Stage::Done;
+                            return Poll::Ready(());
+                        }
+                        owner
+                    }
+                };
+                claim.begin_wait(owner);
+                // SAFETY: the lock is held; the op is pinned and `Drop` unregisters it;
+                // the claim lives beside it in this pinned struct.
+                unsafe {
+                    op.register(NonNull::from(claim), 0);
+                    op.unlock();
+                }
+                *this.stage = Stage::Waiting;
+                Poll::Pending
+            }
+            Stage::Waiting => {
+                if claim.seen() == Seen::Pending {
+                    let fresh = Owner::from_waker(cx.waker());
+                    op.lock();
+                    if claim.seen() == Seen::Pending {
+                        let old = claim.replace_owner(fresh);
+                        // SAFETY: the lock is held.
+                        unsafe { op.unlock() };
+                        drop(old);
+                        return Poll::Pending;
+                    }
+                    // SAFETY: the lock is held.
+                    unsafe { op.unlock() };
+                }
+                // SAFETY: the claim fired this (only) arm.
+                unsafe { op.take_fired() };
+                claim.reset();
+                *this.stage = Stage::Done;
+                Poll::Ready(())
+            }
+            Stage::Done => panic!("csp: a channel future was polled after it completed"),
+        }
+    }
+}

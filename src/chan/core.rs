@@ -1,0 +1,382 @@
+//! The channel core: an optional ring buffer, a queue of values handed back by dropped
+//! receivers, and the wait lists of senders, receivers and close-watchers, all under one
+//! lock (DESIGN.md, "Channels and alt").
+//!
+//! A counterpart that finds a waiting entry claims the entry's flag, moves the value
+//! slot-to-slot, unlinks the entry, and wakes the owner after dropping the lock. A
+//! process woken that way by another process of its runtime runs next on the same worker
+//! (the handoff slot), with the message hot in cache.
+//!
+//! No user code runs under the lock: owners to wake are carried out of the critical
+//! section in [`Wakes`] and woken after unlocking, and values to drop are dropped after
+//! unlocking by whoever holds them.
+
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+
+use crate::alt::claim::{Claim, Wakes};
+use crate::chan::lock::RawLock;
+use crate::chan::waiter::{WaitList, Waiter};
+use crate::id::next_channel_id;
+use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+pub(crate) struct State<T> {
+    /// Buffered values (at most `cap` of them, if bounded).
+    buffer: VecDeque<T>,
+    /// Values a receiver was handed but dropped before taking: received before the
+    /// buffer, not counted against the capacity.
+    returned: VecDeque<T>,
+    /// Waiting senders; each entry's slot holds its value.
+    senders: WaitList<T>,
+    /// Waiting receivers; a claimer puts the value in the entry's slot.
+    receivers: WaitList<T>,
+    /// Waiting `closed()` futures and `closed` arms.
+    watchers: WaitList<()>,
+    closed: bool,
+}
+
+/// What a channel end points to.
+pub(crate) struct Chan<T> {
+    id: u64,
+    /// `None`: unbounded; `Some(0)`: rendezvous.
+    cap: Option<usize>,
+    lock: RawLock,
+    state: UnsafeCell<State<T>>,
+    /// Mirrors `State::closed`, for lock-free reads.
+    closed: AtomicBool,
+    /// Set by `mark_foreign` (for deadlock detection).
+    foreign: AtomicBool,
+    senders: AtomicUsize,
+    receivers: AtomicUsize,
+}
+
+// SAFETY: the state is only touched under `lock`, and moves `T: Send` values between
+// threads.
+unsafe impl<T: Send> Send for Chan<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Chan<T> {}
+
+/// The locked channel; unlocks on drop.
+pub(crate) struct Locked<'a, T> {
+    chan: &'a Chan<T>,
+}
+
+impl<T> Drop for Locked<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: a `Locked` exists only while its lock is held.
+        unsafe { self.chan.lock.unlock() }
+    }
+}
+
+impl<T> std::ops::Deref for Locked<'_, T> {
+    type Target = State<T>;
+
+    fn deref(&self) -> &State<T> {
+        // SAFETY: the lock is held.
+        self.chan.state.with(|s| unsafe { &*s })
+    }
+}
+
+impl<T> std::ops::DerefMut for Locked<'_, T> {
+    fn deref_mut(&mut self) -> &mut State<T> {
+        // SAFETY: the lock is held, and `&mut self` makes this the only access.
+        self.chan.state.with_mut(|s| unsafe { &mut *s })
+    }
+}
+
+/// Claims the first entry of `list` whose flag is not `own` and can be claimed, and
+/// unlinks it. Entries whose choice already fired elsewhere are skipped (their owner
+/// unlinks them).
+///
+/// # Safety
+/// The channel lock must be held.
+#[inline]
+unsafe fn claim_first<U>(
+    list: &mut WaitList<U>,
+    own: Option<&Claim>,
+) -> Option<NonNull<Waiter<U>>> {
+    let mut cursor = list.front();
+    while let Some(entry) = cursor {
+        // SAFETY: linked entries are alive while the lock is held.
+        let waiter = unsafe { entry.as_ref() };
+        let is_own = own.is_some_and(|own| std::ptr::eq(own, waiter.claim()));
+        if !is_own && waiter.claim().try_claim() {
+            // SAFETY: lock held; the entry is linked in `list`.
+            unsafe { list.remove(entry) };
+            return Some(entry);
+        }
+        // SAFETY: lock held; `entry` is linked.
+        cursor = unsafe { list.next(entry) };
+    }
+    None
+}
+
+impl<T> State<T> {
+    /// The next value for a receiver: a returned one, a buffered one (refilling the
+    /// buffer from a waiting sender), or a waiting sender's (rendezvous).
+    pub(crate) fn take(&mut self, own: Option<&Claim>, wakes: &mut Wakes) -> Option<T> {
+        if let Some(value) = self.returned.pop_front() {
+            return Some(value);
+        }
+        if let Some(value) = self.buffer.pop_front() {
+            // SAFETY: the lock is held (`State` is only reached through `Locked`).
+            if let Some(sender) = unsafe { claim_first(&mut self.senders, own) } {
+                // SAFETY: claimed: the entry is ours to complete.
+                let waiter = unsafe { sender.as_ref() };
+                let moved = unsafe { waiter.with_slot(Option::take) };
+                self.buffer.extend(moved);
+                wakes.push(waiter.claim().finish(waiter.arm()));
+            }
+            return Some(value);
+        }
+        // SAFETY: the lock is held.
+        let sender = unsafe { claim_first(&mut self.senders, own) }?;
+        // SAFETY: claimed: the entry is ours to complete.
+        let waiter = unsafe { sender.as_ref() };
+        let value = unsafe { waiter.with_slot(Option::take) };
+        wakes.push(waiter.claim().finish(waiter.arm()));
+        debug_assert!(value.is_some(), "a waiting sender without a value");
+        value
+    }
+
+    /// Gives `value` to a waiting receiver, or buffers it if there is room; gives it
+    /// back if neither.
+    pub(crate) fn give(
+        &mut self,
+        value: T,
+        cap: Option<usize>,
+        own: Option<&Claim>,
+        wakes: &mut Wakes,
+    ) -> Result<(), T> {
+        // SAFETY: the lock is held.
+        if let Some(receiver) = unsafe { claim_first(&mut self.receivers, own) } {
+            // SAFETY: claimed: the entry is ours to complete.
+            let waiter = unsafe { receiver.as_ref() };
+            unsafe { waiter.with_slot(|slot| *slot = Some(value)) };
+            wakes.push(waiter.claim().finish(waiter.arm()));
+            return Ok(());
+        }
+        if cap.is_none_or(|cap| self.buffer.len() < cap) {
+            self.buffer.push_back(value);
+            return Ok(());
+        }
+        Err(value)
+    }
+
+    /// A value handed to a receiver that dropped it unread: to a waiting receiver, else
+    /// ahead of the buffer.
+    pub(crate) fn give_back(&mut self, value: T, wakes: &mut Wakes) {
+        // Capacity `None`: never refused.
+        if let Err(value) = self.give_to_receiver(value, wakes) {
+            self.returned.push_back(value);
+        }
+    }
+
+    fn give_to_receiver(&mut self, value: T, wakes: &mut Wakes) -> Result<(), T> {
+        // SAFETY: the lock is held.
+        match unsafe { claim_first(&mut self.receivers, None) } {
+            Some(receiver) => {
+                // SAFETY: claimed: the entry is ours to complete.
+                let waiter = unsafe { receiver.as_ref() };
+                unsafe { waiter.with_slot(|slot| *slot = Some(value)) };
+                wakes.push(waiter.claim().finish(waiter.arm()));
+                Ok(())
+            }
+            None => Err(value),
+        }
+    }
+
+    /// Links a waiting entry.
+    ///
+    /// # Safety
+    /// The lock is held; `waiter` is pinned, unlinked, and unlinked before it is freed.
+    pub(crate) unsafe fn register(&mut self, side: Side, waiter: NonNull<Waiter<T>>) {
+        // SAFETY: per the caller.
+        unsafe {
+            match side {
+                Side::Send => self.senders.push_back(waiter),
+                Side::Recv => self.receivers.push_back(waiter),
+            }
+        }
+    }
+
+    /// Unlinks an entry if linked.
+    ///
+    /// # Safety
+    /// The lock is held; `waiter` is alive.
+    pub(crate) unsafe fn unregister(&mut self, side: Side, waiter: NonNull<Waiter<T>>) {
+        // SAFETY: per the caller.
+        unsafe {
+            match side {
+                Side::Send => self.senders.remove(waiter),
+                Side::Recv => self.receivers.remove(waiter),
+            }
+        }
+    }
+
+    /// Links a close-watcher.
+    ///
+    /// # Safety
+    /// As [`register`](Self::register).
+    pub(crate) unsafe fn watch(&mut self, waiter: NonNull<Waiter<()>>) {
+        // SAFETY: per the caller.
+        unsafe { self.watchers.push_back(waiter) }
+    }
+
+    /// Unlinks a close-watcher if linked.
+    ///
+    /// # Safety
+    /// As [`unregister`](Self::unregister).
+    pub(crate) unsafe fn unwatch(&mut self, waiter: NonNull<Waiter<()>>) {
+        // SAFETY: per the caller.
+        unsafe { self.watchers.remove(waiter) }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Buffered values, returned ones included.
+    pub(crate) fn len(&self) -> usize {
+        self.buffer.len() + self.returned.len()
+    }
+}
+
+/// Which wait list an entry goes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Send,
+    Recv,
+}
+
+impl<T> Chan<T> {
+    pub(crate) fn new(cap: Option<usize>) -> Chan<T> {
+        Chan {
+            id: next_channel_id(),
+            cap,
+            lock: RawLock::new(),
+            state: UnsafeCell::new(State {
+                buffer: VecDeque::with_capacity(cap.unwrap_or(0)),
+                returned: VecDeque::new(),
+                senders: WaitList::default(),
+                receivers: WaitList::default(),
+                watchers: WaitList::default(),
+                closed: false,
+            }),
+            closed: AtomicBool::new(false),
+            foreign: AtomicBool::new(false),
+            senders: AtomicUsize::new(1),
+            receivers: AtomicUsize::new(1),
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn cap(&self) -> Option<usize> {
+        self.cap
+    }
+
+    pub(crate) fn lock(&self) -> Locked<'_, T> {
+        self.lock.lock();
+        Locked { chan: self }
+    }
+
+    pub(crate) fn raw_lock(&self) -> &RawLock {
+        &self.lock
+    }
+
+    /// The state, under a lock taken through [`raw_lock`](Self::raw_lock).
+    ///
+    /// # Safety
+    /// The caller holds the lock and makes no other reference to the state meanwhile.
+    #[allow(clippy::mut_from_ref)] // the lock makes the access exclusive
+    pub(crate) unsafe fn state_mut(&self) -> &mut State<T> {
+        // SAFETY: per the caller.
+        self.state.with_mut(|s| unsafe { &mut *s })
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        // Acquire: a caller that sees the close sees what preceded it.
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Closes the channel: every waiting entry fires (senders keep their values, to give
+    /// back as `SendError`; receivers and watchers get nothing). True if this call closed
+    /// it.
+    pub(crate) fn close(&self) -> bool {
+        let mut wakes = Wakes::default();
+        {
+            let mut state = self.lock();
+            if state.closed {
+                return false;
+            }
+            state.closed = true;
+            // Release: pairs with `is_closed`.
+            self.closed.store(true, Ordering::Release);
+            close_list(&mut state.senders, &mut wakes);
+            close_list(&mut state.receivers, &mut wakes);
+            close_list(&mut state.watchers, &mut wakes);
+        }
+        wakes.run();
+        true
+    }
+
+    pub(crate) fn add_sender(&self) {
+        // Relaxed: a new count from an existing end, as `Arc::clone`.
+        self.senders.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_receiver(&self) {
+        // Relaxed: as in `add_sender`.
+        self.receivers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A `Sender` is gone; the last one closes the channel.
+    pub(crate) fn drop_sender(&self) {
+        if self.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.close();
+        }
+    }
+
+    /// A `Receiver` is gone; the last one closes the channel and drops the values no one
+    /// can receive any more.
+    pub(crate) fn drop_receiver(&self) {
+        if self.receivers.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        self.close();
+        let unreceivable = {
+            let mut state = self.lock();
+            let mut values = std::mem::take(&mut state.returned);
+            values.append(&mut state.buffer);
+            values
+        };
+        drop(unreceivable);
+    }
+
+    pub(crate) fn mark_foreign(&self) {
+        // Relaxed: a hint for deadlock detection, which reads it long after.
+        self.foreign.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn sender_count(&self) -> usize {
+        self.senders.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn receiver_count(&self) -> usize {
+        self.receivers.load(Ordering::Relaxed)
+    }
+}
+
+/// Fires every claimable entry of `list` with no value change.
+fn close_list<U>(list: &mut WaitList<U>, wakes: &mut Wakes) {
+    // SAFETY: called with the lock held (from `Chan::close`).
+    while let Some(entry) = unsafe { claim_first(list, None) } {
+        // SAFETY: claimed: ours to complete.
+        let waiter = unsafe { entry.as_ref() };
+        wakes.push(waiter.claim().finish(waiter.arm()));
+    }
+}

@@ -1,0 +1,68 @@
+//! The channel lock: a spin lock, since every critical section is a handful of pointer
+//! moves (link or claim an entry, move one value) and is never held across user code.
+//! It spins with a growing backoff and yields its thread to the OS after a while, so a
+//! holder that was preempted gets the CPU back.
+
+use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::loom::{spin_loop, thread};
+
+/// Spins (with exponential backoff) this many rounds before yielding the thread between
+/// tries; crossbeam's `Backoff` uses the same 2^6 spin limit.
+const SPIN_ROUNDS: u32 = 6;
+
+pub(crate) struct RawLock {
+    locked: AtomicBool,
+}
+
+impl RawLock {
+    pub(crate) fn new() -> RawLock {
+        RawLock {
+            locked: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn lock(&self) {
+        // Acquire: the critical section sees what the previous holder wrote.
+        if self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        self.lock_contended();
+    }
+
+    #[cold]
+    fn lock_contended(&self) {
+        let mut round = 0;
+        loop {
+            // Relaxed: only a hint of when to try the acquiring exchange again.
+            while self.locked.load(Ordering::Relaxed) {
+                if round < SPIN_ROUNDS {
+                    for _ in 0..1 << round {
+                        spin_loop();
+                    }
+                    round += 1;
+                } else {
+                    thread::yield_now();
+                }
+            }
+            // Acquire: as in `lock`.
+            if self
+                .locked
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// # Safety
+    /// The caller must hold the lock.
+    pub(crate) unsafe fn unlock(&self) {
+        // Release: publishes the critical section to the next holder.
+        self.locked.store(false, Ordering::Release);
+    }
+}

@@ -1,0 +1,256 @@
+//! The channel operations as choice arms: recv, send, and waiting for the close.
+
+use std::ops::Deref;
+use std::ptr::NonNull;
+
+use crate::alt::claim::{Claim, Wakes};
+use crate::alt::operation::Operation;
+use crate::chan::core::{Chan, Side};
+use crate::chan::error::{RecvError, SendError};
+use crate::chan::waiter::Waiter;
+use crate::loom::cell::UnsafeCell;
+use crate::task::WaitOn;
+
+/// Receiving one value. `C` is how the op reaches its channel: a borrow (the futures)
+/// or an `Arc` (the node a `Receiver` keeps for `poll_recv`).
+pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>> {
+    chan: C,
+    waiter: Waiter<T>,
+    /// The outcome; owner-only.
+    result: UnsafeCell<Option<Result<T, RecvError>>>,
+}
+
+/// Sending one value; the value waits in the entry's slot.
+pub(crate) struct SendOp<'a, T> {
+    chan: &'a Chan<T>,
+    waiter: Waiter<T>,
+    result: UnsafeCell<Option<Result<(), SendError<T>>>>,
+}
+
+/// Waiting for the channel to close.
+pub(crate) struct ClosedOp<'a, T> {
+    chan: &'a Chan<T>,
+    waiter: Waiter<()>,
+}
+
+impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
+    pub(crate) fn new(chan: C) -> Self {
+        RecvOp {
+            chan,
+            waiter: Waiter::new(None),
+            result: UnsafeCell::new(None),
+        }
+    }
+
+    /// The outcome, once the choice completed this arm.
+    pub(crate) fn take_result(&self) -> Option<Result<T, RecvError>> {
+        // SAFETY: the result is owner-only, and the owner calls this.
+        self.result.with_mut(|r| unsafe { (*r).take() })
+    }
+
+    fn set_result(&self, result: Result<T, RecvError>) {
+        // SAFETY: owner-only (under the lock in `try_now`, or after the claim fired).
+        self.result.with_mut(|r| unsafe { *r = Some(result) });
+    }
+}
+
+impl<'a, T> SendOp<'a, T> {
+    pub(crate) fn new(chan: &'a Chan<T>, value: T) -> Self {
+        SendOp {
+            chan,
+            waiter: Waiter::new(Some(value)),
+            result: UnsafeCell::new(None),
+        }
+    }
+
+    /// The outcome, once the choice completed this arm.
+    pub(crate) fn take_result(&self) -> Option<Result<(), SendError<T>>> {
+        // SAFETY: owner-only.
+        self.result.with_mut(|r| unsafe { (*r).take() })
+    }
+
+    fn set_result(&self, result: Result<(), SendError<T>>) {
+        // SAFETY: owner-only.
+        self.result.with_mut(|r| unsafe { *r = Some(result) });
+    }
+}
+
+impl<'a, T> ClosedOp<'a, T> {
+    pub(crate) fn new(chan: &'a Chan<T>) -> Self {
+        ClosedOp {
+            chan,
+            waiter: Waiter::new(None),
+        }
+    }
+}
+
+/// The lock plumbing every channel operation shares.
+macro_rules! channel_lock {
+    () => {
+        fn lock(&self) {
+            self.chan.raw_lock().lock()
+        }
+
+        unsafe fn unlock(&self) {
+            // SAFETY: the caller holds the lock.
+            unsafe { self.chan.raw_lock().unlock() }
+        }
+    };
+}
+
+impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
+    channel_lock!();
+
+    unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
+        // SAFETY: the caller holds the lock.
+        let state = unsafe { self.chan.state_mut() };
+        if let Some(value) = state.take(Some(own), wakes) {
+            self.set_result(Ok(value));
+            true
+        } else if state.is_closed() {
+            self.set_result(Err(RecvError));
+            true
+        } else {
+            false
+        }
+    }
+
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize) {
+        // SAFETY: the caller holds the lock; the op is pinned and unregisters before it
+        // is dropped (the choice's contract), and `claim` outlives the registration.
+        unsafe {
+            self.waiter.set_choice(claim, arm);
+            self.chan
+                .state_mut()
+                .register(Side::Recv, NonNull::from(&self.waiter));
+        }
+    }
+
+    unsafe fn unregister(&self) {
+        // SAFETY: the caller holds the lock.
+        unsafe {
+            self.chan
+                .state_mut()
+                .unregister(Side::Recv, NonNull::from(&self.waiter))
+        }
+    }
+
+    unsafe fn take_fired(&self) {
+        // SAFETY: the claim fired this arm: the slot is the owner's again.
+        let value = unsafe { self.waiter.with_slot(Option::take) };
+        self.set_result(value.ok_or(RecvError));
+    }
+
+    fn abandon(&self) {
+        let Some(Ok(value)) = self.take_result() else {
+            return;
+        };
+        let mut wakes = Wakes::default();
+        self.chan.lock().give_back(value, &mut wakes);
+        wakes.run();
+    }
+
+    fn describe(&self) -> WaitOn {
+        WaitOn::Recv {
+            channel: self.chan.id(),
+        }
+    }
+}
+
+impl<T> Operation for SendOp<'_, T> {
+    channel_lock!();
+
+    unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
+        // SAFETY: the caller holds the lock.
+        let state = unsafe { self.chan.state_mut() };
+        // SAFETY: the entry is not linked: its slot is the owner's.
+        let value = unsafe { self.waiter.with_slot(Option::take) }
+            .expect("csp: a send operation lost its value");
+        if state.is_closed() {
+            self.set_result(Err(SendError(value)));
+            return true;
+        }
+        match state.give(value, self.chan.cap(), Some(own), wakes) {
+            Ok(()) => {
+                self.set_result(Ok(()));
+                true
+            }
+            Err(value) => {
+                // SAFETY: as above.
+                unsafe { self.waiter.with_slot(|slot| *slot = Some(value)) };
+                false
+            }
+        }
+    }
+
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize) {
+        // SAFETY: as for `RecvOp::register`.
+        unsafe {
+            self.waiter.set_choice(claim, arm);
+            self.chan
+                .state_mut()
+                .register(Side::Send, NonNull::from(&self.waiter));
+        }
+    }
+
+    unsafe fn unregister(&self) {
+        // SAFETY: the caller holds the lock.
+        unsafe {
+            self.chan
+                .state_mut()
+                .unregister(Side::Send, NonNull::from(&self.waiter))
+        }
+    }
+
+    unsafe fn take_fired(&self) {
+        // SAFETY: the claim fired this arm: the slot is the owner's again. A value still
+        // there means the close fired it, not a receiver.
+        let value = unsafe { self.waiter.with_slot(Option::take) };
+        self.set_result(match value {
+            None => Ok(()),
+            Some(value) => Err(SendError(value)),
+        });
+    }
+
+    fn abandon(&self) {
+        // A delivered value stays delivered; an undelivered one drops with the op.
+    }
+
+    fn describe(&self) -> WaitOn {
+        WaitOn::Send {
+            channel: self.chan.id(),
+        }
+    }
+}
+
+impl<T> Operation for ClosedOp<'_, T> {
+    channel_lock!();
+
+    unsafe fn try_now(&self, _own: &Claim, _wakes: &mut Wakes) -> bool {
+        // SAFETY: the caller holds the lock.
+        unsafe { self.chan.state_mut() }.is_closed()
+    }
+
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize) {
+        // SAFETY: as for `RecvOp::register`.
+        unsafe {
+            self.waiter.set_choice(claim, arm);
+            self.chan.state_mut().watch(NonNull::from(&self.waiter));
+        }
+    }
+
+    unsafe fn unregister(&self) {
+        // SAFETY: the caller holds the lock.
+        unsafe { self.chan.state_mut().unwatch(NonNull::from(&self.waiter)) }
+    }
+
+    unsafe fn take_fired(&self) {}
+
+    fn abandon(&self) {}
+
+    fn describe(&self) -> WaitOn {
+        WaitOn::Closed {
+            channel: self.chan.id(),
+        }
+    }
+}

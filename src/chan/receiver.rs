@@ -1,0 +1,231 @@
+//! The receiving end, its future, and its `Stream`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use futures::future::FusedFuture;
+use futures::stream::{FusedStream, Stream};
+use pin_project_lite::pin_project;
+
+use crate::alt::claim::Wakes;
+use crate::alt::single::Single;
+use crate::chan::core::Chan;
+use crate::chan::end::{channel_end_methods, sealed};
+use crate::chan::error::{RecvError, TryRecvError};
+use crate::chan::ops::RecvOp;
+use crate::loom::sync::Arc;
+use crate::runtime::block_on::park_on;
+use crate::runtime::context;
+
+/// The receiving end of a channel. Clone it for more receivers (any-to-any: each value
+/// goes to exactly one); the channel closes when the last `Receiver` is dropped (or on
+/// [`close`](Self::close)). Also a [`Stream`] of the values, ending when the channel is
+/// closed and drained.
+///
+/// ```
+/// use futures::StreamExt;
+/// # csp::block_on(async {
+/// let (tx, mut rx) = csp::unbounded();
+/// for i in 0..3 {
+///     tx.send(i).await.unwrap();
+/// }
+/// drop(tx);
+/// let all: Vec<i32> = (&mut rx).collect().await;
+/// assert_eq!(all, [0, 1, 2]);
+/// # });
+/// ```
+pub struct Receiver<T> {
+    /// The entry `poll_recv` and the `Stream` wait with, boxed on first use.
+    node: Option<Pin<Box<Single<RecvOp<T, Arc<Chan<T>>>>>>>,
+    /// The stream has ended.
+    terminated: bool,
+    chan: Arc<Chan<T>>,
+}
+
+// SAFETY: the boxed node (the only part that is not `Sync`) is reached only through
+// `&mut self`.
+unsafe impl<T: Send> Sync for Receiver<T> {}
+
+impl<T> Receiver<T> {
+    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+        Receiver {
+            node: None,
+            terminated: false,
+            chan,
+        }
+    }
+
+    fn chan(&self) -> &Chan<T> {
+        &self.chan
+    }
+
+    /// Receives a value, waiting until one is available. Fails once the channel is
+    /// closed and drained. Dropping the future never loses a value: one handed to it
+    /// before the drop goes back to the channel, ahead of all others.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (tx, rx) = csp::channel();
+    /// csp::spawn(async move { tx.send(42).await });
+    /// assert_eq!(rx.recv().await, Ok(42));
+    /// # });
+    /// ```
+    pub fn recv(&self) -> RecvFuture<'_, T> {
+        RecvFuture {
+            inner: Single::new(RecvOp::new(&self.chan)),
+        }
+    }
+
+    /// Receives without waiting: a buffered value, or a waiting sender's.
+    ///
+    /// ```
+    /// let (tx, rx) = csp::bounded(2);
+    /// tx.try_send('a').unwrap();
+    /// assert_eq!(rx.try_recv(), Ok('a'));
+    /// assert_eq!(rx.try_recv(), Err(csp::TryRecvError::Empty));
+    /// ```
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        let mut wakes = Wakes::default();
+        let result = {
+            let mut state = self.chan.lock();
+            match state.take(None, &mut wakes) {
+                Some(value) => Ok(value),
+                None if state.is_closed() => Err(TryRecvError::Closed),
+                None => Err(TryRecvError::Empty),
+            }
+        };
+        wakes.run();
+        result
+    }
+
+    /// Receives, blocking the OS thread until a value arrives or the channel closes:
+    /// for plain threads and blocking-pool closures.
+    ///
+    /// # Panics
+    /// If called while csp polls a process or a `block_on` future on this thread
+    /// (`.await` [`recv`](Self::recv) instead).
+    ///
+    /// ```
+    /// let (tx, rx) = csp::bounded(1);
+    /// tx.try_send(5).unwrap();
+    /// assert_eq!(rx.recv_blocking(), Ok(5));
+    /// ```
+    #[track_caller]
+    pub fn recv_blocking(&self) -> Result<T, RecvError> {
+        context::assert_may_block("Receiver::recv_blocking");
+        park_on(self.recv())
+    }
+
+    /// Polls for a value, for hand-written futures and streams: the waiting entry lives
+    /// in this `Receiver` (boxed once, on first use), so no future needs to be kept.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (tx, mut rx) = csp::bounded(1);
+    /// tx.send(3).await.unwrap();
+    /// let v = std::future::poll_fn(|cx| rx.poll_recv(cx)).await;
+    /// assert_eq!(v, Ok(3));
+    /// # });
+    /// ```
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
+        let chan = &self.chan;
+        let node = self
+            .node
+            .get_or_insert_with(|| Box::pin(Single::new(RecvOp::new(chan.clone()))));
+        ready!(node.as_mut().poll(cx));
+        let result = node.as_ref().op().take_result();
+        node.as_mut().consumed();
+        Poll::Ready(result.expect("csp: a completed recv has an outcome"))
+    }
+
+    channel_end_methods!();
+}
+
+impl<T> sealed::Sealed<T> for Receiver<T> {
+    fn channel_addr(&self) -> *const () {
+        Arc::as_ptr(&self.chan).cast()
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        self.chan.add_receiver();
+        Receiver::new(self.chan.clone())
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        // Unlink the node (giving back a value handed to it) before the count drops.
+        self.node = None;
+        self.chan.drop_receiver();
+    }
+}
+
+impl<T> Stream for Receiver<T> {
+    type Item = T;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        if self.terminated {
+            return Poll::Ready(None);
+        }
+        match ready!(self.poll_recv(cx)) {
+            Ok(value) => Poll::Ready(Some(value)),
+            Err(RecvError) => {
+                self.terminated = true;
+                Poll::Ready(None)
+            }
+        }
+    }
+}
+
+impl<T> FusedStream for Receiver<T> {
+    fn is_terminated(&self) -> bool {
+        self.terminated
+    }
+}
+
+impl<T> std::fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receiver")
+            .field("channel", &self.chan.id())
+            .field("capacity", &self.chan.cap())
+            .field("closed", &self.chan.is_closed())
+            .finish()
+    }
+}
+
+pin_project! {
+    /// The future of [`Receiver::recv`].
+    #[must_use = "futures do nothing unless polled"]
+    pub struct RecvFuture<'a, T> {
+        #[pin]
+        inner: Single<RecvOp<T, &'a Chan<T>>>,
+    }
+}
+
+impl<T> Future for RecvFuture<'_, T> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut inner = self.project().inner;
+        ready!(inner.as_mut().poll(cx));
+        let result = inner.as_ref().op().take_result();
+        Poll::Ready(result.expect("csp: a completed recv has an outcome"))
+    }
+}
+
+impl<T> FusedFuture for RecvFuture<'_, T> {
+    fn is_terminated(&self) -> bool {
+        self.inner.is_terminated()
+    }
+}
+
+impl<T> std::fmt::Debug for RecvFuture<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvFuture")
+            .field("terminated", &self.inner.is_terminated())
+            .finish()
+    }
+}

@@ -1,0 +1,220 @@
+//! The sending end and its futures.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use futures::future::FusedFuture;
+use pin_project_lite::pin_project;
+
+use crate::alt::claim::Wakes;
+use crate::alt::single::Single;
+use crate::chan::core::Chan;
+use crate::chan::end::{channel_end_methods, sealed};
+use crate::chan::error::{SendError, TrySendError};
+use crate::chan::ops::{ClosedOp, SendOp};
+use crate::loom::sync::Arc;
+use crate::runtime::block_on::park_on;
+use crate::runtime::context;
+
+/// The sending end of a channel. Clone it for more senders (any-to-any); the channel
+/// closes when the last `Sender` is dropped (or on [`close`](Self::close)).
+///
+/// ```
+/// # csp::block_on(async {
+/// let (tx, rx) = csp::channel();
+/// csp::spawn(async move { tx.send("hi").await.unwrap() });
+/// assert_eq!(rx.recv().await, Ok("hi"));
+/// # });
+/// ```
+pub struct Sender<T> {
+    chan: Arc<Chan<T>>,
+}
+
+impl<T> Sender<T> {
+    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+        Sender { chan }
+    }
+
+    fn chan(&self) -> &Chan<T> {
+        &self.chan
+    }
+
+    /// Sends `value`: completes once a receiver has taken it (rendezvous) or it is
+    /// buffered. Fails, giving the value back, if the channel is or becomes closed
+    /// first. Dropping the future before it completes drops the value undelivered
+    /// (unless a receiver took it just before, in which case it counts as sent).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (tx, rx) = csp::bounded(1);
+    /// tx.send(1).await.unwrap();
+    /// assert_eq!(rx.recv().await, Ok(1));
+    /// # });
+    /// ```
+    pub fn send(&self, value: T) -> SendFuture<'_, T> {
+        SendFuture {
+            inner: Single::new(SendOp::new(&self.chan, value)),
+        }
+    }
+
+    /// Sends without waiting: succeeds if a receiver is waiting or the buffer has room.
+    ///
+    /// ```
+    /// let (tx, rx) = csp::bounded(1);
+    /// assert!(tx.try_send(1).is_ok());
+    /// assert!(tx.try_send(2).unwrap_err().is_full());
+    /// drop(rx);
+    /// assert!(tx.try_send(3).unwrap_err().is_closed());
+    /// ```
+    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        let mut wakes = Wakes::default();
+        let result = {
+            let mut state = self.chan.lock();
+            if state.is_closed() {
+                Err(TrySendError::Closed(value))
+            } else {
+                state
+                    .give(value, self.chan.cap(), None, &mut wakes)
+                    .map_err(TrySendError::Full)
+            }
+        };
+        wakes.run();
+        result
+    }
+
+    /// Sends, blocking the OS thread until done: for plain threads and blocking-pool
+    /// closures.
+    ///
+    /// # Panics
+    /// If called while csp polls a process or a `block_on` future on this thread
+    /// (`.await` [`send`](Self::send) instead).
+    ///
+    /// ```
+    /// let (tx, rx) = csp::channel();
+    /// let t = std::thread::spawn(move || tx.send_blocking(9));
+    /// assert_eq!(rx.recv_blocking(), Ok(9));
+    /// t.join().unwrap().unwrap();
+    /// ```
+    #[track_caller]
+    pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
+        context::assert_may_block("Sender::send_blocking");
+        park_on(self.send(value))
+    }
+
+    /// A future that completes once the channel is closed.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (tx, rx) = csp::channel::<u8>();
+    /// csp::spawn(async move { drop(rx) });
+    /// tx.closed().await;
+    /// assert!(tx.is_closed());
+    /// # });
+    /// ```
+    pub fn closed(&self) -> Closed<'_, T> {
+        Closed {
+            inner: Single::new(ClosedOp::new(&self.chan)),
+        }
+    }
+
+    channel_end_methods!();
+}
+
+impl<T> sealed::Sealed<T> for Sender<T> {
+    fn channel_addr(&self) -> *const () {
+        Arc::as_ptr(&self.chan).cast()
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.chan.add_sender();
+        Sender {
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        self.chan.drop_sender();
+    }
+}
+
+impl<T> std::fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sender")
+            .field("channel", &self.chan.id())
+            .field("capacity", &self.chan.cap())
+            .field("closed", &self.chan.is_closed())
+            .finish()
+    }
+}
+
+pin_project! {
+    /// The future of [`Sender::send`].
+    #[must_use = "futures do nothing unless polled"]
+    pub struct SendFuture<'a, T> {
+        #[pin]
+        inner: Single<SendOp<'a, T>>,
+    }
+}
+
+impl<T> Future for SendFuture<'_, T> {
+    type Output = Result<(), SendError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut inner = self.project().inner;
+        ready!(inner.as_mut().poll(cx));
+        let result = inner.as_ref().op().take_result();
+        Poll::Ready(result.expect("csp: a completed send has an outcome"))
+    }
+}
+
+impl<T> FusedFuture for SendFuture<'_, T> {
+    fn is_terminated(&self) -> bool {
+        self.inner.is_terminated()
+    }
+}
+
+impl<T> std::fmt::Debug for SendFuture<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendFuture")
+            .field("terminated", &self.inner.is_terminated())
+            .finish()
+    }
+}
+
+pin_project! {
+    /// The future of [`Sender::closed`].
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Closed<'a, T> {
+        #[pin]
+        inner: Single<ClosedOp<'a, T>>,
+    }
+}
+
+impl<T> Future for Closed<'_, T> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let inner = self.project().inner;
+        ready!(inner.poll(cx));
+        Poll::Ready(())
+    }
+}
+
+impl<T> FusedFuture for Closed<'_, T> {
+    fn is_terminated(&self) -> bool {
+        self.inner.is_terminated()
+    }
+}
+
+impl<T> std::fmt::Debug for Closed<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Closed")
+            .field("terminated", &self.inner.is_terminated())
+            .finish()
+    }
+}

@@ -1,0 +1,175 @@
+//! A waiting operation's entry in a channel's wait list, and the list itself.
+//!
+//! Entries live inside the pinned future that waits (or, for `poll_recv` and the
+//! `Stream` impl, in a node boxed once per `Receiver`). They are linked, unlinked and
+//! their values moved only under the lock of their channel; a future's `Drop` unlinks its
+//! entry under that lock before the memory goes, so no claimer can touch freed memory.
+
+use std::marker::PhantomPinned;
+use std::ptr::NonNull;
+
+use crate::alt::claim::Claim;
+use crate::loom::cell::UnsafeCell;
+
+/// One waiting send, recv or close-watch on one channel.
+pub(crate) struct Waiter<T> {
+    /// The choice this entry is an arm of, and its arm number there: set by the owner
+    /// before linking, read by claimers under the lock.
+    choice: UnsafeCell<Option<(NonNull<Claim>, usize)>>,
+    /// A send's value until taken; a recv's value once delivered.
+    slot: UnsafeCell<Option<T>>,
+    prev: UnsafeCell<Option<NonNull<Waiter<T>>>>,
+    next: UnsafeCell<Option<NonNull<Waiter<T>>>>,
+    /// In a wait list: set and cleared under the channel lock.
+    linked: UnsafeCell<bool>,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: the entry is reached from other threads only under its channel's lock, and
+// the values it carries are `T: Send`.
+unsafe impl<T: Send> Send for Waiter<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Waiter<T> {}
+
+impl<T> Waiter<T> {
+    /// An unlinked entry, holding `value` (a send's) if any.
+    pub(crate) fn new(value: Option<T>) -> Waiter<T> {
+        Waiter {
+            choice: UnsafeCell::new(None),
+            slot: UnsafeCell::new(value),
+            prev: UnsafeCell::new(None),
+            next: UnsafeCell::new(None),
+            linked: UnsafeCell::new(false),
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// Makes the entry arm `arm` of the choice whose flag is `claim`.
+    ///
+    /// # Safety
+    /// The caller owns the unlinked entry, and `claim` outlives its next linking.
+    pub(crate) unsafe fn set_choice(&self, claim: NonNull<Claim>, arm: usize) {
+        // SAFETY: unlinked, so only the owner touches it.
+        self.choice
+            .with_mut(|choice| unsafe { *choice = Some((claim, arm)) });
+    }
+
+    fn choice(&self) -> (NonNull<Claim>, usize) {
+        // SAFETY: read by claimers under the lock while linked, or by the owner; written
+        // only by the owner while unlinked.
+        self.choice
+            .with(|choice| unsafe { *choice })
+            .expect("csp: a channel entry was linked without a choice")
+    }
+
+    pub(crate) fn claim(&self) -> &Claim {
+        // SAFETY: the flag outlives the entry's linking (`set_choice`'s contract).
+        unsafe { self.choice().0.as_ref() }
+    }
+
+    pub(crate) fn arm(&self) -> usize {
+        self.choice().1
+    }
+
+    /// The value slot.
+    ///
+    /// # Safety
+    /// The caller must hold the channel lock while the entry is linked or its claim is
+    /// being completed; otherwise it must be the owner, with the claim not `WAITING`.
+    pub(crate) unsafe fn with_slot<R>(&self, f: impl FnOnce(&mut Option<T>) -> R) -> R {
+        // SAFETY: exclusive per the caller's contract.
+        self.slot.with_mut(|slot| f(unsafe { &mut *slot }))
+    }
+
+    /// Whether the entry is linked.
+    ///
+    /// # Safety
+    /// The caller must hold the channel lock.
+    pub(crate) unsafe fn is_linked(&self) -> bool {
+        // SAFETY: the lock is held.
+        self.linked.with(|linked| unsafe { *linked })
+    }
+}
+
+/// A FIFO of entries.
+pub(crate) struct WaitList<T> {
+    head: Option<NonNull<Waiter<T>>>,
+    tail: Option<NonNull<Waiter<T>>>,
+}
+
+// SAFETY: the list is only touched under its channel's lock.
+unsafe impl<T: Send> Send for WaitList<T> {}
+
+impl<T> Default for WaitList<T> {
+    fn default() -> Self {
+        WaitList {
+            head: None,
+            tail: None,
+        }
+    }
+}
+
+impl<T> WaitList<T> {
+    /// Appends an entry.
+    ///
+    /// # Safety
+    /// The caller holds the channel lock; `waiter` is pinned, not linked, and stays
+    /// alive until unlinked.
+    pub(crate) unsafe fn push_back(&mut self, waiter: NonNull<Waiter<T>>) {
+        // SAFETY: under the lock; the entry is ours to link.
+        unsafe {
+            let w = waiter.as_ref();
+            debug_assert!(!w.is_linked());
+            w.prev.with_mut(|p| *p = self.tail);
+            w.next.with_mut(|n| *n = None);
+            w.linked.with_mut(|l| *l = true);
+            match self.tail {
+                Some(tail) => tail.as_ref().next.with_mut(|n| *n = Some(waiter)),
+                None => self.head = Some(waiter),
+            }
+        }
+        self.tail = Some(waiter);
+    }
+
+    /// Unlinks an entry if it is linked in this list.
+    ///
+    /// # Safety
+    /// The caller holds the channel lock, and `waiter` is alive and, if linked, in this
+    /// list.
+    pub(crate) unsafe fn remove(&mut self, waiter: NonNull<Waiter<T>>) {
+        // SAFETY: under the lock; linked entries are alive.
+        unsafe {
+            let w = waiter.as_ref();
+            if !w.is_linked() {
+                return;
+            }
+            let prev = w.prev.with(|p| *p);
+            let next = w.next.with(|n| *n);
+            match prev {
+                Some(p) => p.as_ref().next.with_mut(|n| *n = next),
+                None => self.head = next,
+            }
+            match next {
+                Some(n) => n.as_ref().prev.with_mut(|p| *p = prev),
+                None => self.tail = prev,
+            }
+            w.prev.with_mut(|p| *p = None);
+            w.next.with_mut(|n| *n = None);
+            w.linked.with_mut(|l| *l = false);
+        }
+    }
+
+    /// The first entry, if any.
+    pub(crate) fn front(&self) -> Option<NonNull<Waiter<T>>> {
+        self.head
+    }
+
+    /// The entry after `waiter`.
+    ///
+    /// # Safety
+    /// The caller holds the channel lock and `waiter` is linked in this list.
+    pub(crate) unsafe fn next(&self, waiter: NonNull<Waiter<T>>) -> Option<NonNull<Waiter<T>>> {
+        // SAFETY: under the lock; linked entries are alive.
+        unsafe { waiter.as_ref().next.with(|n| *n) }
+    }
+}
