@@ -1,1 +1,36 @@
-fn main() {}
+//! csp against tokio on the workloads of `workloads.rs`: one group per workload, with a
+//! `csp` and a `tokio` function each, both runtimes built once with the same number of
+//! worker threads. Criterion measures one function after the other; the `vs_tokio`
+//! example alternates the two runtimes sample by sample instead.
+
+use std::time::Duration;
+
+use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+
+#[path = "workloads.rs"]
+mod workloads;
+
+use workloads::{Executor, WORKER_THREADS, WORKLOADS};
+
+fn csp_vs_tokio(c: &mut Criterion) {
+    let csp = csp::Runtime::with_workers(WORKER_THREADS);
+    let tokio = tokio::runtime::Runtime::with_workers(WORKER_THREADS);
+    for workload in WORKLOADS {
+        let mut group = c.benchmark_group(workload.name);
+        // One iteration takes milliseconds: flat sampling keeps the sample count modest.
+        group.sampling_mode(SamplingMode::Flat);
+        group.bench_function("csp", |b| b.iter(|| (workload.csp)(&csp)));
+        group.bench_function("tokio", |b| b.iter(|| (workload.tokio)(&tokio)));
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = csp_vs_tokio
+}
+criterion_main!(benches);

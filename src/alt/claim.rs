@@ -21,7 +21,7 @@ use std::task::Waker;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::task::waker::process_of;
-use crate::task::{RawTask, TaskRef};
+use crate::task::TaskRef;
 
 const IDLE: usize = 0;
 const WAITING: usize = 1;
@@ -58,13 +58,6 @@ impl Owner {
         }
     }
 
-    /// The process this owner is, if any.
-    pub(crate) fn process(&self) -> Option<RawTask> {
-        match self {
-            Owner::Process(task) => Some(task.raw()),
-            Owner::Foreign(_) => None,
-        }
-    }
 }
 
 /// Owners to wake once the caller drops its channel locks (a foreign waker may re-enter

@@ -150,10 +150,6 @@ impl TaskRef {
         TaskRef(raw)
     }
 
-    pub(crate) fn raw(&self) -> RawTask {
-        self.0
-    }
-
     /// Wakes the process, consuming the reference.
     #[inline]
     pub(crate) fn wake(self) {
