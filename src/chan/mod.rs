@@ -11,6 +11,8 @@ pub(crate) mod core;
 pub(crate) mod end;
 mod error;
 mod lock;
+#[cfg(all(test, loom))]
+mod loom_models;
 pub(crate) mod ops;
 mod receiver;
 mod sender;
