@@ -20,8 +20,8 @@ use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
-use crate::task::waker::process_of;
 use crate::task::TaskRef;
+use crate::task::waker::process_of;
 
 const IDLE: usize = 0;
 const WAITING: usize = 1;
@@ -57,7 +57,6 @@ impl Owner {
             Owner::Foreign(waker) => waker.wake(),
         }
     }
-
 }
 
 /// Owners to wake once the caller drops its channel locks (a foreign waker may re-enter
@@ -125,6 +124,7 @@ impl Claim {
 
     /// The owner registers: stores who to wake and opens the flag to claimers. Called
     /// under the locks of every channel it registers on, before the entries are linked.
+    #[inline]
     pub(crate) fn begin_wait(&self, owner: Owner) {
         // SAFETY: IDLE (or a cancelled/claimed flag being reused): no claimer can reach
         // the flag, so the owner slot is ours.
@@ -150,6 +150,7 @@ impl Claim {
     /// call [`finish`](Self::finish). Called under the lock of the channel where the
     /// counterpart found the entry.
     #[must_use]
+    #[inline]
     pub(crate) fn try_claim(&self) -> bool {
         // Acquire: see the owner's registration (owner slot, entry values).
         self.state
@@ -160,6 +161,7 @@ impl Claim {
     /// Completes a won claim for arm `arm`: returns the owner to wake (after the caller
     /// drops its locks).
     #[must_use]
+    #[inline]
     pub(crate) fn finish(&self, arm: usize) -> Option<Owner> {
         // SAFETY: BUSY belongs to this claimer, and so does the owner slot.
         let owner = self.owner.with_mut(|owner| unsafe { (*owner).take() });
@@ -169,6 +171,7 @@ impl Claim {
     }
 
     /// The owner's lock-free look at its flag.
+    #[inline]
     pub(crate) fn seen(&self) -> Seen {
         // Acquire: pairs with `finish`, so a claimed value is visible.
         match self.state.load(Ordering::Acquire) {
@@ -180,6 +183,7 @@ impl Claim {
     /// The owner gives up (under all its locks): `Ok` with the owner to drop (after
     /// unlocking) if it was still waiting (nobody can claim it now; the owner must unlink
     /// its entries), `Err(arm)` if arm `arm` already fired (its entry is unlinked).
+    #[inline]
     pub(crate) fn cancel(&self) -> Result<Option<Owner>, usize> {
         match self
             .state
@@ -197,6 +201,7 @@ impl Claim {
     }
 
     /// Back to `IDLE` once the owner has consumed the outcome (for a reusable choice).
+    #[inline]
     pub(crate) fn reset(&self) {
         // Relaxed: only the owner sees the flag outside WAITING.
         self.state.store(IDLE, Ordering::Relaxed);

@@ -21,6 +21,7 @@ impl RawLock {
         }
     }
 
+    #[inline]
     pub(crate) fn lock(&self) {
         // Acquire: the critical section sees what the previous holder wrote.
         if self
@@ -61,6 +62,7 @@ impl RawLock {
 
     /// # Safety
     /// The caller must hold the lock.
+    #[inline]
     pub(crate) unsafe fn unlock(&self) {
         // Release: publishes the critical section to the next holder.
         self.locked.store(false, Ordering::Release);

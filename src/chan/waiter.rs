@@ -48,12 +48,14 @@ impl<T> Waiter<T> {
     ///
     /// # Safety
     /// The caller owns the unlinked entry, and `claim` outlives its next linking.
+    #[inline]
     pub(crate) unsafe fn set_choice(&self, claim: NonNull<Claim>, arm: usize) {
         // SAFETY: unlinked, so only the owner touches it.
         self.choice
             .with_mut(|choice| unsafe { *choice = Some((claim, arm)) });
     }
 
+    #[inline]
     fn choice(&self) -> (NonNull<Claim>, usize) {
         // SAFETY: read by claimers under the lock while linked, or by the owner; written
         // only by the owner while unlinked.
@@ -62,11 +64,13 @@ impl<T> Waiter<T> {
             .expect("csp: a channel entry was linked without a choice")
     }
 
+    #[inline]
     pub(crate) fn claim(&self) -> &Claim {
         // SAFETY: the flag outlives the entry's linking (`set_choice`'s contract).
         unsafe { self.choice().0.as_ref() }
     }
 
+    #[inline]
     pub(crate) fn arm(&self) -> usize {
         self.choice().1
     }
@@ -76,6 +80,7 @@ impl<T> Waiter<T> {
     /// # Safety
     /// The caller must hold the channel lock while the entry is linked or its claim is
     /// being completed; otherwise it must be the owner, with the claim not `WAITING`.
+    #[inline]
     pub(crate) unsafe fn with_slot<R>(&self, f: impl FnOnce(&mut Option<T>) -> R) -> R {
         // SAFETY: exclusive per the caller's contract.
         self.slot.with_mut(|slot| f(unsafe { &mut *slot }))
@@ -85,6 +90,7 @@ impl<T> Waiter<T> {
     ///
     /// # Safety
     /// The caller must hold the channel lock.
+    #[inline]
     pub(crate) unsafe fn is_linked(&self) -> bool {
         // SAFETY: the lock is held.
         self.linked.with(|linked| unsafe { *linked })
@@ -115,6 +121,7 @@ impl<T> WaitList<T> {
     /// # Safety
     /// The caller holds the channel lock; `waiter` is pinned, not linked, and stays
     /// alive until unlinked.
+    #[inline]
     pub(crate) unsafe fn push_back(&mut self, waiter: NonNull<Waiter<T>>) {
         // SAFETY: under the lock; the entry is ours to link.
         unsafe {
@@ -136,6 +143,7 @@ impl<T> WaitList<T> {
     /// # Safety
     /// The caller holds the channel lock, and `waiter` is alive and, if linked, in this
     /// list.
+    #[inline]
     pub(crate) unsafe fn remove(&mut self, waiter: NonNull<Waiter<T>>) {
         // SAFETY: under the lock; linked entries are alive.
         unsafe {
@@ -160,6 +168,7 @@ impl<T> WaitList<T> {
     }
 
     /// The first entry, if any.
+    #[inline]
     pub(crate) fn front(&self) -> Option<NonNull<Waiter<T>>> {
         self.head
     }
@@ -168,6 +177,7 @@ impl<T> WaitList<T> {
     ///
     /// # Safety
     /// The caller holds the channel lock and `waiter` is linked in this list.
+    #[inline]
     pub(crate) unsafe fn next(&self, waiter: NonNull<Waiter<T>>) -> Option<NonNull<Waiter<T>>> {
         // SAFETY: under the lock; linked entries are alive.
         unsafe { waiter.as_ref().next.with(|n| *n) }

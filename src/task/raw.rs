@@ -83,6 +83,7 @@ impl RawTask {
     }
 
     /// Adds a reference (for a new waker or entry).
+    #[inline]
     pub(crate) fn ref_inc(self) {
         self.state().ref_inc();
     }
@@ -145,6 +146,7 @@ pub(crate) struct TaskRef(RawTask);
 
 impl TaskRef {
     /// Takes a new reference to `raw`.
+    #[inline]
     pub(crate) fn new(raw: RawTask) -> TaskRef {
         raw.ref_inc();
         TaskRef(raw)

@@ -267,6 +267,7 @@ impl State {
     }
 
     /// Queued → Running, by the worker holding the run queue entry.
+    #[inline]
     pub(crate) fn transition_to_running(&self) -> ToRunning {
         self.update(|s| {
             if s.lifecycle() != QUEUED || s.is_complete() {
@@ -284,6 +285,7 @@ impl State {
 
     /// Running → Sleeping (releasing the run queue entry's reference), or Yielding →
     /// Queued, after a `Pending` poll.
+    #[inline]
     pub(crate) fn transition_to_idle(&self) -> ToIdle {
         self.update(|s| {
             debug_assert!(matches!(s.lifecycle(), RUNNING | YIELDING), "{s:?}");
@@ -313,6 +315,7 @@ impl State {
     }
 
     /// A wake through a borrowed waker.
+    #[inline]
     pub(crate) fn transition_to_notified_by_ref(&self) -> Notify {
         self.update(|s| {
             if s.is_complete() {
@@ -330,6 +333,7 @@ impl State {
     }
 
     /// A wake that consumes the waker's reference.
+    #[inline]
     pub(crate) fn transition_to_notified_by_val(&self) -> NotifyByVal {
         self.update(|s| {
             if !s.is_complete() && s.lifecycle() == SLEEPING {
@@ -423,6 +427,7 @@ impl State {
     }
 
     /// Adds a reference on behalf of a holder of an existing one.
+    #[inline]
     pub(crate) fn ref_inc(&self) {
         // Relaxed: a new reference is made from one the caller holds, so the process
         // cannot be freed meanwhile and nothing needs to be published (as `Arc::clone`).
@@ -436,6 +441,7 @@ impl State {
     /// process. AcqRel: the release publishes this holder's last accesses, the acquire
     /// makes every other holder's visible to the one that frees.
     #[must_use]
+    #[inline]
     pub(crate) fn ref_dec(&self) -> bool {
         let prev = Snapshot(self.word.fetch_sub(REF_ONE, Ordering::AcqRel));
         debug_assert!(prev.ref_count() >= 1, "{prev:?}");
