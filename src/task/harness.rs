@@ -135,8 +135,8 @@ impl<F: Future> Harness<F> {
         unsafe { self.complete(Err(result)) }
     }
 
-    /// Stores the output, publishes completion, wakes or releases the `JoinHandle`'s
-    /// side, and leaves the registry.
+    /// Stores the output, leaves the registry, publishes completion, and wakes or
+    /// releases the `JoinHandle`'s side.
     ///
     /// # Safety
     /// The caller must own the future (`Running`), already dropped.
@@ -144,6 +144,14 @@ impl<F: Future> Harness<F> {
         let header = &self.cell().header;
         // SAFETY: still the owner; the stage is `Consumed`, so nothing panics here.
         let _ = unsafe { self.set_stage(Stage::Finished(result)) };
+        // Leave the registry before anyone can see the completion: once its JoinHandle
+        // resolves, a process is no longer live (API.md).
+        if header.shared.registry().remove(self.raw()) {
+            // SAFETY: `remove` unlinked the entry, whose reference is now ours; the
+            // caller's reference (a run queue entry's, or shutdown's registry one) keeps
+            // the process alive past this one.
+            unsafe { self.raw().drop_reference() }
+        }
         let before = header.state.transition_to_complete();
         if !before.has_join_interest() {
             // Nobody will read the output: it is ours to drop. SAFETY: COMPLETE without
@@ -157,11 +165,6 @@ impl<F: Future> Harness<F> {
                     waker.wake_by_ref();
                 }
             });
-        }
-        if header.shared.registry().remove(self.raw()) {
-            // SAFETY: `remove` unlinked the entry, whose reference is now ours; the run
-            // queue entry's reference keeps the process alive past this one.
-            unsafe { self.raw().drop_reference() }
         }
     }
 }
