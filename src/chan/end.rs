@@ -124,7 +124,7 @@ macro_rules! channel_end_methods {
         /// assert!(tx.same_channel(&rx));
         /// assert!(!tx.same_channel(&tx2));
         /// ```
-        pub fn same_channel(&self, other: &impl $crate::chan::ChannelEnd<T>) -> bool {
+        pub fn same_channel<E: $crate::chan::ChannelEnd<T>>(&self, other: &E) -> bool {
             let this: *const $crate::chan::core::Chan<T> = self.chan();
             this.cast::<()>() == $crate::chan::end::sealed::Sealed::channel_addr(other)
         }

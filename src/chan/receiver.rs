@@ -18,6 +18,10 @@ use crate::loom::sync::Arc;
 use crate::runtime::block_on::park_on;
 use crate::runtime::context;
 
+/// The waiting entry a `Receiver` keeps for `poll_recv`; it holds its own reference to
+/// the channel.
+type RecvNode<T> = Single<RecvOp<T, Arc<Chan<T>>>>;
+
 /// The receiving end of a channel. Clone it for more receivers (any-to-any: each value
 /// goes to exactly one); the channel closes when the last `Receiver` is dropped (or on
 /// [`close`](Self::close)). Also a [`Stream`] of the values, ending when the channel is
@@ -37,7 +41,7 @@ use crate::runtime::context;
 /// ```
 pub struct Receiver<T> {
     /// The entry `poll_recv` and the `Stream` wait with, boxed on first use.
-    node: Option<Pin<Box<Single<RecvOp<T, Arc<Chan<T>>>>>>>,
+    node: Option<Pin<Box<RecvNode<T>>>>,
     /// The stream has ended.
     terminated: bool,
     chan: Arc<Chan<T>>,

@@ -158,13 +158,17 @@ impl<F: Future> Harness<F> {
             // JOIN_INTEREST leaves the output with the completer.
             let _ = unsafe { self.set_stage(Stage::Consumed) };
         } else if before.has_join_waker() {
-            // SAFETY: with COMPLETE and JOIN_WAKER both set, the slot is the completer's
-            // to read and nobody writes it.
-            header.join_waker.with(|slot| {
-                if let Some(waker) = unsafe { &*slot } {
-                    waker.wake_by_ref();
-                }
-            });
+            // The waker is the awaiting side's code (perhaps another executor's): a panic
+            // in it must not unwind through this worker.
+            let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: with COMPLETE and JOIN_WAKER both set, the slot is the
+                // completer's to read and nobody writes it.
+                header.join_waker.with(|slot| {
+                    if let Some(waker) = unsafe { &*slot } {
+                        waker.wake_by_ref();
+                    }
+                })
+            }));
         }
     }
 }
@@ -184,7 +188,10 @@ pub(crate) unsafe fn run<F: Future>(ptr: NonNull<Header>) {
 /// `ptr` is a `Cell<F>` whose last reference is gone.
 pub(crate) unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
     // SAFETY: made by `Box::leak` in `Cell::allocate`; nobody else can reach it.
-    drop(unsafe { Box::from_raw(ptr.cast::<Cell<F>>().as_ptr()) });
+    let cell = unsafe { Box::from_raw(ptr.cast::<Cell<F>>().as_ptr()) };
+    // The stored join waker is foreign code whose drop may panic; the memory is freed
+    // either way, and the panic must not unwind through a worker.
+    let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(cell)));
 }
 
 /// Vtable entry: `JoinHandle::poll`.

@@ -1,0 +1,365 @@
+//! The API contract of API.md, "Runtime and processes": every item is named here with its
+//! exact path and signature, so a drift from the contract fails to compile. The tests at
+//! the end also call a few of them.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::error::Error;
+use std::fmt::{Debug, Display};
+use std::future::{Future, Ready};
+use std::io;
+use std::panic::Location;
+use std::rc::Rc;
+use std::time::Duration;
+
+use csp::{Builder, Handle, JoinError, JoinHandle, Metrics, ProcessInfo, ProcessState, Runtime};
+
+mod common;
+
+fn assert_send_sync<T: Send + Sync>() {}
+fn assert_debug<T: Debug>() {}
+fn assert_clone_debug<T: Clone + Debug>() {}
+fn assert_copy_eq<T: Copy + Eq + Debug>() {}
+fn assert_error<T: Error + Display + Send + Sync + 'static>() {}
+fn assert_join_future<T, F: Future<Output = Result<T, JoinError>> + Unpin>() {}
+fn assert_send<T: Send>(_: &T) {}
+fn assert_unit_future<F: Future<Output = ()>>(_: F) {}
+
+/// A blocking closure type that can be named: a plain `fn` pointer.
+type Closure<R> = fn() -> R;
+
+/// The signatures, by typed `fn` pointers (generic items instantiated at concrete types).
+#[allow(clippy::type_complexity)]
+fn signatures() {
+    // Runtime.
+    let _: fn() -> io::Result<Runtime> = Runtime::new;
+    let _: fn() -> Builder = Runtime::builder;
+    let _: fn(&Runtime, Ready<u8>) -> u8 = Runtime::block_on::<Ready<u8>>;
+    // block_on: F need not be Send (nor its output).
+    let _: fn(&Runtime, Ready<Rc<u8>>) -> Rc<u8> = Runtime::block_on::<Ready<Rc<u8>>>;
+    let _: fn(&Runtime, Ready<u8>) -> JoinHandle<u8> = Runtime::spawn::<Ready<u8>>;
+    // spawn: the output need be Send, not Sync.
+    let _: fn(&Runtime, Ready<Cell<u8>>) -> JoinHandle<Cell<u8>> =
+        Runtime::spawn::<Ready<Cell<u8>>>;
+    let _: fn(&Runtime) -> Handle = Runtime::handle;
+    let _: fn(&Runtime) -> Metrics = Runtime::metrics;
+    let _: fn(&Runtime) -> Vec<ProcessInfo> = Runtime::processes;
+    let _: fn(Runtime, Duration) = Runtime::shutdown_timeout;
+
+    // Builder.
+    let _: fn(&mut Builder, usize) -> &mut Builder = Builder::worker_threads;
+    let _: fn(&mut Builder, String) -> &mut Builder = Builder::thread_name;
+    let _: for<'a> fn(&'a mut Builder, &'static str) -> &'a mut Builder = Builder::thread_name;
+    let _: fn(&mut Builder, bool) -> &mut Builder = Builder::deadlock_detection;
+    let _: fn(&mut Builder, Duration) -> &mut Builder = Builder::deadlock_grace;
+    let _: fn(&mut Builder) -> io::Result<Runtime> = Builder::build;
+    let _: fn(&mut Builder) -> io::Result<Handle> = Builder::build_default;
+
+    // Handle.
+    let _: fn() -> Handle = Handle::current;
+    let _: fn() -> Option<Handle> = Handle::try_current;
+    let _: fn(&Handle, Ready<u8>) -> JoinHandle<u8> = Handle::spawn::<Ready<u8>>;
+    let _: fn(&Handle, Closure<u8>) -> JoinHandle<u8> = Handle::spawn_blocking::<Closure<u8>, u8>;
+    let _: fn(&Handle, Closure<Cell<u8>>) -> JoinHandle<Cell<u8>> =
+        Handle::spawn_blocking::<Closure<Cell<u8>>, Cell<u8>>;
+    let _: fn(&Handle) -> Handle = Handle::clone;
+
+    // Free functions.
+    let _: fn(Ready<u8>) -> JoinHandle<u8> = csp::spawn::<Ready<u8>>;
+    let _: fn(Closure<u8>) -> JoinHandle<u8> = csp::spawn_blocking::<Closure<u8>, u8>;
+    let _: fn(Ready<u8>) -> u8 = csp::block_on::<Ready<u8>>;
+    let _: fn(Ready<Rc<u8>>) -> Rc<u8> = csp::block_on::<Ready<Rc<u8>>>;
+    let _: fn() -> _ = csp::yield_now;
+    assert_unit_future(csp::yield_now());
+
+    // JoinHandle.
+    let _: fn(&JoinHandle<u8>) = JoinHandle::<u8>::abort;
+    let _: fn(&JoinHandle<u8>) -> bool = JoinHandle::<u8>::is_finished;
+    let _: fn(&JoinHandle<u8>) -> u64 = JoinHandle::<u8>::id;
+
+    // JoinError.
+    let _: fn(&JoinError) -> bool = JoinError::is_panic;
+    let _: fn(&JoinError) -> bool = JoinError::is_cancelled;
+    let _: fn(JoinError) -> Box<dyn Any + Send + 'static> = JoinError::into_panic;
+    let _: fn(JoinError) -> Result<Box<dyn Any + Send + 'static>, JoinError> =
+        JoinError::try_into_panic;
+}
+
+/// `block_on` takes borrowing (non-'static) futures.
+fn block_on_accepts_borrowing_futures<'a>(_: &'a u8) {
+    let _: fn(&Runtime, Ready<&'a u8>) -> &'a u8 = Runtime::block_on::<Ready<&'a u8>>;
+    let _: fn(Ready<&'a u8>) -> &'a u8 = csp::block_on::<Ready<&'a u8>>;
+}
+
+/// The trait bounds the contract promises.
+fn bounds() {
+    assert_send_sync::<Runtime>();
+    assert_send_sync::<Handle>();
+    assert_send_sync::<JoinHandle<u8>>();
+    // Send + Sync if T: Send (not T: Sync).
+    assert_send_sync::<JoinHandle<Cell<u8>>>();
+    assert_error::<JoinError>();
+    assert_join_future::<u8, JoinHandle<u8>>();
+    assert_join_future::<Rc<u8>, JoinHandle<Rc<u8>>>();
+
+    // Every public type is Debug.
+    assert_debug::<Runtime>();
+    assert_debug::<Builder>();
+    assert_debug::<Handle>();
+    assert_debug::<JoinHandle<u8>>();
+    assert_debug::<JoinError>();
+    assert_clone_debug::<Metrics>();
+    assert_clone_debug::<ProcessInfo>();
+    assert_clone_debug::<ProcessState>();
+    assert_copy_eq::<ProcessState>();
+    assert_clone_debug::<Handle>();
+
+    // yield_now's future can be held across awaits in a process.
+    assert_send(&csp::yield_now());
+}
+
+/// Public fields, read with their types.
+fn fields(m: &Metrics, p: &ProcessInfo) {
+    let _: usize = m.workers;
+    let _: u64 = m.processes_alive;
+    let _: u64 = m.spawned;
+    let _: u64 = m.polls;
+    let _: u64 = m.steals;
+    let _: u64 = m.handoffs;
+    let _: u64 = m.parks;
+
+    let _: u64 = p.id;
+    let _: ProcessState = p.state;
+    let _: &'static Location<'static> = p.spawned_at;
+    let _: &Option<String> = &p.waiting_on;
+}
+
+/// All four states (the enum is `#[non_exhaustive]`, so a wildcard arm is required).
+fn state_name(state: ProcessState) -> &'static str {
+    match state {
+        ProcessState::Sleeping => "sleeping",
+        ProcessState::Queued => "queued",
+        ProcessState::Running => "running",
+        ProcessState::Yielding => "yielding",
+        _ => "unknown",
+    }
+}
+
+#[test]
+fn the_contract_compiles() {
+    signatures();
+    block_on_accepts_borrowing_futures(&0);
+    bounds();
+    assert_eq!(state_name(ProcessState::Sleeping), "sleeping");
+    assert_eq!(state_name(ProcessState::Queued), "queued");
+    assert_eq!(state_name(ProcessState::Running), "running");
+    assert_eq!(state_name(ProcessState::Yielding), "yielding");
+}
+
+/// The one test that touches the default runtime, so `build_default` runs first.
+#[test]
+fn calling_the_api() {
+    common::bounded(30, calling_the_api_body);
+}
+
+fn calling_the_api_body() {
+    // Configure the default runtime before anything uses it; then it is started.
+    let default = Runtime::builder()
+        .worker_threads(2)
+        .thread_name("api-default")
+        .build_default()
+        .expect("the default runtime is not started yet in this binary");
+    let err = Runtime::builder()
+        .build_default()
+        .expect_err("the default runtime has started");
+    assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+    assert_eq!(
+        csp::block_on(async { csp::spawn(async { 2 + 2 }).await.unwrap() }),
+        4
+    );
+    assert_eq!(
+        futures::executor::block_on(default.spawn(async { 5 })).unwrap(),
+        5
+    );
+
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .thread_name("api")
+        .deadlock_detection(true)
+        .deadlock_grace(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    assert_eq!(rt.metrics().workers, 2);
+    let handle = rt.handle();
+    let (sum, name) = rt.block_on(async {
+        let current = Handle::current();
+        assert!(Handle::try_current().is_some());
+        csp::yield_now().await;
+        let a = csp::spawn(async { 1u64 });
+        let b = current.spawn(async { 2u64 });
+        let c = current.spawn_blocking(|| 3u64);
+        let d = csp::spawn_blocking(|| 4u64);
+        let name = csp::spawn(async { std::thread::current().name().map(str::to_owned) });
+        assert_ne!(a.id(), b.id());
+        let sum = a.await.unwrap() + b.await.unwrap() + c.await.unwrap() + d.await.unwrap();
+        (sum, name.await.unwrap())
+    });
+    assert_eq!(sum, 10);
+    assert!(name.unwrap().starts_with("api-"));
+
+    let pending = handle.spawn(std::future::pending::<()>());
+    assert!(!pending.is_finished());
+    let info = loop {
+        let found = rt.processes().into_iter().find(|p| p.id == pending.id());
+        if let Some(p) = found.filter(|p| p.state == ProcessState::Sleeping) {
+            break p;
+        }
+        std::thread::yield_now();
+    };
+    fields(&rt.metrics(), &info);
+    assert_eq!(info.spawned_at.file(), file!());
+    assert!(info.waiting_on.is_none());
+    pending.abort();
+    let err = rt.block_on(pending).unwrap_err();
+    assert!(err.is_cancelled() && !err.is_panic());
+    assert!(err.try_into_panic().unwrap_err().is_cancelled());
+
+    let err = rt
+        .block_on(rt.spawn(async { panic!("api panic") }))
+        .unwrap_err();
+    assert!(err.is_panic());
+    assert!(!err.to_string().is_empty());
+    assert_eq!(
+        *err.into_panic().downcast::<&'static str>().unwrap(),
+        "api panic"
+    );
+
+    let held = rt.spawn(std::future::pending::<()>());
+    rt.shutdown_timeout(Duration::from_secs(5));
+    assert!(
+        csp::block_on(held).unwrap_err().is_cancelled(),
+        "shutdown cancels"
+    );
+    assert!(
+        Runtime::new().unwrap().metrics().workers >= 1,
+        "Runtime::new: one worker per core"
+    );
+}
+
+// ---- Channels (API.md "Channels") ----
+
+#[allow(dead_code, clippy::type_complexity)]
+fn channel_signatures() {
+    use csp::{
+        Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, Sender, TryRecvError,
+        TrySendError,
+    };
+    use std::task::{Context, Poll};
+
+    let _: fn() -> (Sender<u8>, Receiver<u8>) = csp::channel::<u8>;
+    let _: fn(usize) -> (Sender<u8>, Receiver<u8>) = csp::bounded::<u8>;
+    let _: fn() -> (Sender<u8>, Receiver<u8>) = csp::unbounded::<u8>;
+
+    let _: for<'a> fn(&'a Sender<u8>, u8) -> SendFuture<'a, u8> = Sender::<u8>::send;
+    let _: fn(&Sender<u8>, u8) -> Result<(), TrySendError<u8>> = Sender::<u8>::try_send;
+    let _: fn(&Sender<u8>, u8) -> Result<(), SendError<u8>> = Sender::<u8>::send_blocking;
+    let _: for<'a> fn(&'a Sender<u8>) -> Closed<'a, u8> = Sender::<u8>::closed;
+
+    let _: for<'a> fn(&'a Receiver<u8>) -> RecvFuture<'a, u8> = Receiver::<u8>::recv;
+    let _: fn(&Receiver<u8>) -> Result<u8, TryRecvError> = Receiver::<u8>::try_recv;
+    let _: fn(&Receiver<u8>) -> Result<u8, RecvError> = Receiver::<u8>::recv_blocking;
+    let _: fn(&mut Receiver<u8>, &mut Context<'_>) -> Poll<Result<u8, RecvError>> =
+        Receiver::<u8>::poll_recv;
+
+    // On both ends.
+    let _: fn(&Sender<u8>) -> bool = Sender::<u8>::close;
+    let _: fn(&Sender<u8>) -> bool = Sender::<u8>::is_closed;
+    let _: fn(&Sender<u8>) -> usize = Sender::<u8>::len;
+    let _: fn(&Sender<u8>) -> bool = Sender::<u8>::is_empty;
+    let _: fn(&Sender<u8>) -> bool = Sender::<u8>::is_full;
+    let _: fn(&Sender<u8>) -> Option<usize> = Sender::<u8>::capacity;
+    let _: fn(&Sender<u8>) -> usize = Sender::<u8>::sender_count;
+    let _: fn(&Sender<u8>) -> usize = Sender::<u8>::receiver_count;
+    let _: fn(&Sender<u8>, &Receiver<u8>) -> bool = Sender::<u8>::same_channel::<Receiver<u8>>;
+    let _: fn(&Sender<u8>, &Sender<u8>) -> bool = Sender::<u8>::same_channel::<Sender<u8>>;
+    let _: fn(&Sender<u8>) = Sender::<u8>::mark_foreign;
+    let _: fn(&Receiver<u8>) -> bool = Receiver::<u8>::close;
+    let _: fn(&Receiver<u8>) -> bool = Receiver::<u8>::is_closed;
+    let _: fn(&Receiver<u8>) -> usize = Receiver::<u8>::len;
+    let _: fn(&Receiver<u8>) -> bool = Receiver::<u8>::is_empty;
+    let _: fn(&Receiver<u8>) -> bool = Receiver::<u8>::is_full;
+    let _: fn(&Receiver<u8>) -> Option<usize> = Receiver::<u8>::capacity;
+    let _: fn(&Receiver<u8>) -> usize = Receiver::<u8>::sender_count;
+    let _: fn(&Receiver<u8>) -> usize = Receiver::<u8>::receiver_count;
+    let _: fn(&Receiver<u8>, &Sender<u8>) -> bool = Receiver::<u8>::same_channel::<Sender<u8>>;
+    let _: fn(&Receiver<u8>) = Receiver::<u8>::mark_foreign;
+
+    // Errors.
+    let _: fn(SendError<u8>) -> u8 = SendError::<u8>::into_inner;
+    let _: SendError<u8> = SendError(1u8);
+    let _: fn(&TrySendError<u8>) -> bool = TrySendError::<u8>::is_full;
+    let _: fn(&TrySendError<u8>) -> bool = TrySendError::<u8>::is_closed;
+    let _: fn(TrySendError<u8>) -> u8 = TrySendError::<u8>::into_inner;
+    let _: TrySendError<u8> = From::from(SendError(1u8));
+    match TrySendError::Full(1u8) {
+        TrySendError::Full(_) | TrySendError::Closed(_) => {}
+    }
+    match TryRecvError::Empty {
+        TryRecvError::Empty | TryRecvError::Closed => {}
+    }
+    let _: RecvError = RecvError;
+}
+
+#[test]
+fn channel_bounds() {
+    use csp::{
+        Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, Sender, TryRecvError,
+        TrySendError,
+    };
+    use futures::future::FusedFuture;
+    use futures::stream::{FusedStream, Stream};
+    use std::fmt::{Debug, Display};
+
+    struct NotDebug;
+    fn end<E: Clone + Send + Sync + Unpin + Debug>() {}
+    end::<Sender<NotDebug>>();
+    end::<Receiver<NotDebug>>();
+    fn stream<S: Stream<Item = u8> + FusedStream>() {}
+    stream::<Receiver<u8>>();
+    fn fused<F: FusedFuture + Debug>() {}
+    fused::<SendFuture<'static, u8>>();
+    fused::<RecvFuture<'static, u8>>();
+    fused::<Closed<'static, u8>>();
+    fn send<F: Send>() {}
+    send::<SendFuture<'static, u8>>();
+    send::<RecvFuture<'static, u8>>();
+    fn output<F: std::future::Future<Output = O>, O>() {}
+    output::<SendFuture<'static, u8>, Result<(), SendError<u8>>>();
+    output::<RecvFuture<'static, u8>, Result<u8, RecvError>>();
+    output::<Closed<'static, u8>, ()>();
+    fn error<E: std::error::Error + Display + Debug + Send + Sync + 'static>() {}
+    error::<SendError<NotDebug>>();
+    error::<TrySendError<NotDebug>>();
+    error::<RecvError>();
+    error::<TryRecvError>();
+    fn copy_eq<E: Copy + Eq>() {}
+    copy_eq::<SendError<u8>>();
+    copy_eq::<TrySendError<u8>>();
+    copy_eq::<RecvError>();
+    copy_eq::<TryRecvError>();
+    // The futures are !Unpin: this resolves only if exactly one impl applies, i.e. if
+    // the type does not implement Unpin (the classic ambiguity trick).
+    trait AmbiguousIfUnpin<A> {
+        fn some_item() {}
+    }
+    impl<T: ?Sized> AmbiguousIfUnpin<()> for T {}
+    impl<T: ?Sized + Unpin> AmbiguousIfUnpin<u8> for T {}
+    <SendFuture<'static, u8> as AmbiguousIfUnpin<_>>::some_item();
+    <RecvFuture<'static, u8> as AmbiguousIfUnpin<_>>::some_item();
+    <Closed<'static, u8> as AmbiguousIfUnpin<_>>::some_item();
+
+    let (tx, rx) = csp::bounded::<u8>(2);
+    tx.try_send(1).unwrap();
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(csp::SendError(3u8).into_inner(), 3);
+}

@@ -1,0 +1,201 @@
+//! Helpers shared by the integration tests: a watchdog, counters, counted futures and
+//! wakers, and a probe that tells whether a process's allocation was freed.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, Location};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+/// Runs `f` on its own thread and returns its result; panics (naming the caller) if it
+/// has not returned after `secs` seconds, so a hang fails the test instead of the run.
+/// A panic of `f` is resumed on the caller's thread with its original payload.
+#[track_caller]
+pub fn bounded<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let caller = Location::caller();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(format!("bounded-{}", caller.line()))
+        .spawn(move || {
+            let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+            let _ = tx.send(result);
+        })
+        .expect("start the test's thread");
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(payload)) => std::panic::resume_unwind(payload),
+        Err(_) => panic!(
+            "the test started at {caller} did not finish within {secs} s: it hangs (a lost \
+             wake, a deadlock, or a shutdown that never returns?)"
+        ),
+    }
+}
+
+/// Waits until `cond` holds, polling it; panics with `what` after `secs` seconds.
+#[track_caller]
+pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        if Instant::now() > deadline {
+            panic!("timed out after {secs} s waiting until {what}");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A shared counter.
+#[derive(Clone, Default, Debug)]
+pub struct Counter(Arc<AtomicUsize>);
+
+impl Counter {
+    pub fn new() -> Counter {
+        Counter::default()
+    }
+
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    pub fn incr(&self) -> usize {
+        self.0.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+/// A value that counts its drops: wrap an output in it to check it is dropped exactly once.
+#[derive(Debug)]
+pub struct Tracked {
+    pub value: u64,
+    drops: Counter,
+}
+
+impl Tracked {
+    pub fn new(value: u64, drops: &Counter) -> Tracked {
+        Tracked {
+            value,
+            drops: drops.clone(),
+        }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.drops.incr();
+    }
+}
+
+/// A value whose drop counts, then panics with `"panic in drop"`.
+#[derive(Debug)]
+pub struct PanicOnDrop(pub Counter);
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        self.0.incr();
+        panic!("panic in drop");
+    }
+}
+
+/// A future wrapper that counts its polls and its drops.
+pub struct Counted<T> {
+    inner: Pin<Box<dyn Future<Output = T> + Send>>,
+    polls: Counter,
+    drops: Counter,
+}
+
+/// Wraps `future`; returns the wrapper and its poll and drop counters.
+pub fn counted<T>(
+    future: impl Future<Output = T> + Send + 'static,
+) -> (Counted<T>, Counter, Counter) {
+    let polls = Counter::new();
+    let drops = Counter::new();
+    let wrapper = Counted {
+        inner: Box::pin(future),
+        polls: polls.clone(),
+        drops: drops.clone(),
+    };
+    (wrapper, polls, drops)
+}
+
+impl<T> Future for Counted<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        self.polls.incr();
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+impl<T> Drop for Counted<T> {
+    fn drop(&mut self) {
+        self.drops.incr();
+    }
+}
+
+/// A future pending forever that counts its polls and drops: `(future, polls, drops)`.
+pub fn pending_counted() -> (Counted<()>, Counter, Counter) {
+    counted(std::future::pending::<()>())
+}
+
+/// A waker that counts its wakes. Also a leak probe: give it to a `JoinHandle` poll while
+/// the process is pending, and the process's allocation holds a clone of it until it is
+/// freed, so `Arc::strong_count(&probe) == 1` once every clone is gone means the
+/// allocation (and every reference to it) was released.
+#[derive(Default, Debug)]
+pub struct CountingWaker {
+    wakes: AtomicUsize,
+}
+
+impl CountingWaker {
+    pub fn new() -> (Arc<CountingWaker>, Waker) {
+        let probe = Arc::new(CountingWaker::default());
+        let waker = Waker::from(probe.clone());
+        (probe, waker)
+    }
+
+    pub fn wakes(&self) -> usize {
+        self.wakes.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Polls `future` once with `waker`.
+pub fn poll_once<F: Future + Unpin>(future: &mut F, waker: &Waker) -> Poll<F::Output> {
+    Pin::new(future).poll(&mut Context::from_waker(waker))
+}
+
+/// The message of a panic payload, if it is a string.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    payload
+        .downcast_ref::<&'static str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+}
+
+/// A runtime with `workers` worker threads named `{name}-N`.
+pub fn runtime(workers: usize, name: &str) -> csp::Runtime {
+    csp::Runtime::builder()
+        .worker_threads(workers)
+        .thread_name(name)
+        .build()
+        .expect("build a runtime")
+}
+
+/// The current thread's name, owned.
+pub fn thread_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("<unnamed>")
+        .to_owned()
+}
