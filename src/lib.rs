@@ -1,26 +1,31 @@
 //! # csp: communicating sequential processes for Rust
 //!
-//! Processes are plain Rust futures, run by a work-stealing executor. This version
-//! provides the runtime: spawning, joining, aborting and inspecting processes, and the
-//! blocking pool.
+//! Processes are plain Rust futures, run by a work-stealing executor. They talk over
+//! channels: rendezvous by default ([`channel`]: a send completes when a receiver has
+//! taken the value), also [`bounded`] and [`unbounded`]. A send to a waiting receiver
+//! hands over the value and the CPU: the receiver runs next on the same worker.
 //!
 //! ```
 //! let rt = csp::Runtime::new().unwrap();
 //! let total = rt.block_on(async {
-//!     let workers: Vec<_> = (1..=4u64)
-//!         .map(|i| csp::spawn(async move { i * 10 }))
-//!         .collect();
+//!     let (tx, rx) = csp::channel::<u64>();
+//!     // Four workers, each sending its result over the same channel.
+//!     for i in 1..=4u64 {
+//!         let tx = tx.clone();
+//!         csp::spawn(async move { tx.send(i * 10).await.unwrap() });
+//!     }
+//!     drop(tx); // the channel closes once every worker's Sender is gone
 //!     let mut total = 0;
-//!     for w in workers {
-//!         total += w.await.unwrap();
+//!     while let Ok(v) = rx.recv().await {
+//!         total += v;
 //!     }
 //!     total
 //! });
 //! assert_eq!(total, 100);
 //! ```
 //!
-//! Processes can be spawned from anywhere, including plain threads and other
-//! executors, and their `JoinHandle`s awaited from anywhere:
+//! Processes can be spawned from anywhere, including plain threads and other executors,
+//! and their [`JoinHandle`]s awaited from anywhere:
 //!
 //! ```
 //! let handle = std::thread::spawn(|| csp::spawn(async { "from a thread" }))
@@ -28,6 +33,10 @@
 //!     .unwrap();
 //! assert_eq!(csp::block_on(handle).unwrap(), "from a thread");
 //! ```
+//!
+//! Where things are: the process state machine in `src/task/state.rs`, the scheduling
+//! policy in `src/runtime/worker.rs`, the channel core in `src/chan/core.rs`, and the
+//! claim flag every choice completes through in `src/alt/claim.rs`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]
