@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 
-#[path = "workloads.rs"]
+#[path = "common/workloads.rs"]
 mod workloads;
 
 use workloads::{Executor, WORKER_THREADS, WORKLOADS};

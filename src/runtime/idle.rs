@@ -14,7 +14,7 @@
 //! listener that has not started waiting yet, and `notify(1)` wakes nobody new while an
 //! earlier notification is still unconsumed.
 
-use event_listener::{Event, EventListener};
+use event_listener::Event;
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering, fence};
 
@@ -77,20 +77,29 @@ impl Idle {
         self.searching.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
-    /// Registers the caller as a sleeper (and no longer a searcher, if it was one). The
-    /// caller must then look at every queue once more, and either wait on the listener or
-    /// call `finish_park`.
-    pub(crate) fn prepare_park(&self, was_searching: bool) -> EventListener {
+    /// Counts the caller as a sleeper. It must then register a listener on
+    /// [`event`](Self::event) (on its stack, so parking allocates nothing), call
+    /// [`registered`](Self::registered), look at every queue once more, and either wait
+    /// on the listener or call `finish_park`.
+    pub(crate) fn begin_park(&self) {
         // SeqCst: part of the handshake in the module docs.
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        let listener = self.event.listen();
+    }
+
+    /// What sleeping workers wait on.
+    pub(crate) fn event(&self) -> &Event {
+        &self.event
+    }
+
+    /// The caller's listener is registered: it stops searching (if it was) and fences
+    /// before its last look at the queues.
+    pub(crate) fn registered(&self, was_searching: bool) {
         if was_searching {
-            // Whether it was the last searcher does not matter: it looks once more below.
+            // Whether it was the last searcher does not matter: it looks once more next.
             let _ = self.stop_searching();
         }
         // SeqCst: the caller's last look at the queues comes after this fence.
         fence(Ordering::SeqCst);
-        listener
     }
 
     /// The caller is awake again (or never slept).

@@ -20,7 +20,7 @@
 
 use std::cell::Cell;
 
-use event_listener::Listener;
+use event_listener::{Listener, listener};
 
 use crate::loom::spin_loop;
 use crate::loom::sync::Arc;
@@ -251,7 +251,9 @@ impl Local {
 
     fn park(&self) {
         let idle = self.shared.idle();
-        let listener = idle.prepare_park(self.searching.replace(false));
+        idle.begin_park();
+        listener!(idle.event() => listener);
+        idle.registered(self.searching.replace(false));
         // The last look (idle.rs): work that arrived on our way to sleep.
         if self.shared.has_work() || self.shared.is_shutdown() {
             idle.finish_park();

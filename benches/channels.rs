@@ -1,0 +1,39 @@
+//! csp's channels against tokio's `mpsc` on the channel workloads of `workloads.rs`: one
+//! group per workload, with a `csp` and a `tokio` function each, both runtimes built once
+//! with the same number of worker threads. Throughput is in messages (round trips for
+//! `ping_pong`, hops for `ring`). Criterion measures one function after the other; the
+//! `vs_tokio` example alternates the two runtimes sample by sample instead.
+
+use std::time::Duration;
+
+use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+
+#[path = "common/workloads.rs"]
+mod workloads;
+
+use workloads::{CHANNEL_WORKLOADS, Executor, WORKER_THREADS};
+
+fn channels(c: &mut Criterion) {
+    let csp = csp::Runtime::with_workers(WORKER_THREADS);
+    let tokio = tokio::runtime::Runtime::with_workers(WORKER_THREADS);
+    for workload in CHANNEL_WORKLOADS {
+        let mut group = c.benchmark_group(workload.name);
+        // One iteration takes tens to hundreds of milliseconds: flat sampling keeps the
+        // sample count modest.
+        group.sampling_mode(SamplingMode::Flat);
+        group.throughput(Throughput::Elements(workload.elements));
+        group.bench_function("csp", |b| b.iter(|| (workload.csp)(&csp)));
+        group.bench_function("tokio", |b| b.iter(|| (workload.tokio)(&tokio)));
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = channels
+}
+criterion_main!(benches);
