@@ -28,12 +28,14 @@ pub(crate) trait Operation {
     /// The channel lock is held.
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool;
 
-    /// Links the operation's entry as arm `arm` of the choice whose flag is `claim`.
+    /// Links the operation's entry as arm `arm` of the choice whose flag is `claim`
+    /// (waking, after the unlock, whoever that makes ready: a sender starting to wait
+    /// wakes `poll_recv` readers).
     ///
     /// # Safety
     /// The channel lock is held; the operation is pinned and unregistered before it is
     /// dropped; `claim` outlives the registration.
-    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize);
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, wakes: &mut Wakes);
 
     /// Unlinks the entry if it is linked.
     ///

@@ -141,9 +141,10 @@ impl<O: Operation> Single<O> {
                 // SAFETY: the lock is held; the op is pinned and `Drop` unregisters it;
                 // the claim lives beside it in this pinned struct.
                 unsafe {
-                    op.register(NonNull::from(claim), 0);
+                    op.register(NonNull::from(claim), 0, &mut wakes);
                     op.unlock();
                 }
+                wakes.run();
                 *this.stage = Stage::Waiting;
                 Poll::Pending
             }

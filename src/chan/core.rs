@@ -33,6 +33,9 @@ pub(crate) struct State<T> {
     receivers: WaitList<T>,
     /// Waiting `closed()` futures and `closed` arms.
     watchers: WaitList<()>,
+    /// Receivers waiting through `poll_recv` (the `Stream`): woken, never handed a
+    /// value, so one that stops polling hides nothing from the others.
+    readers: WaitList<()>,
     closed: bool,
 }
 
@@ -159,9 +162,17 @@ impl<T> State<T> {
         }
         if cap.is_none_or(|cap| self.buffer.len() < cap) {
             self.buffer.push_back(value);
+            self.wake_readers(wakes);
             return Ok(());
         }
         Err(value)
+    }
+
+    /// A value became available to receivers: every `poll_recv` reader comes to look.
+    /// All of them, since one that stopped polling would otherwise keep the news from
+    /// the rest.
+    fn wake_readers(&mut self, wakes: &mut Wakes) {
+        close_list(&mut self.readers, wakes);
     }
 
     /// A value handed to a receiver that dropped it unread: to a waiting receiver, else
@@ -170,6 +181,7 @@ impl<T> State<T> {
         // Capacity `None`: never refused.
         if let Err(value) = self.give_to_receiver(value, wakes) {
             self.returned.push_back(value);
+            self.wake_readers(wakes);
         }
     }
 
@@ -191,11 +203,20 @@ impl<T> State<T> {
     ///
     /// # Safety
     /// The lock is held; `waiter` is pinned, unlinked, and unlinked before it is freed.
-    pub(crate) unsafe fn register(&mut self, side: Side, waiter: NonNull<Waiter<T>>) {
+    pub(crate) unsafe fn register(
+        &mut self,
+        side: Side,
+        waiter: NonNull<Waiter<T>>,
+        wakes: &mut Wakes,
+    ) {
         // SAFETY: per the caller.
         unsafe {
             match side {
-                Side::Send => self.senders.push_back(waiter),
+                Side::Send => {
+                    self.senders.push_back(waiter);
+                    // A reader can take from a waiting sender.
+                    self.wake_readers(wakes);
+                }
                 Side::Recv => self.receivers.push_back(waiter),
             }
         }
@@ -224,6 +245,24 @@ impl<T> State<T> {
         unsafe { self.watchers.push_back(waiter) }
     }
 
+    /// Links a `poll_recv` reader.
+    ///
+    /// # Safety
+    /// As [`register`](Self::register).
+    pub(crate) unsafe fn add_reader(&mut self, waiter: NonNull<Waiter<()>>) {
+        // SAFETY: per the caller.
+        unsafe { self.readers.push_back(waiter) }
+    }
+
+    /// Unlinks a `poll_recv` reader if linked.
+    ///
+    /// # Safety
+    /// As [`unregister`](Self::unregister).
+    pub(crate) unsafe fn remove_reader(&mut self, waiter: NonNull<Waiter<()>>) {
+        // SAFETY: per the caller.
+        unsafe { self.readers.remove(waiter) }
+    }
+
     /// Unlinks a close-watcher if linked.
     ///
     /// # Safety
@@ -240,6 +279,11 @@ impl<T> State<T> {
     /// Buffered values, returned ones included.
     pub(crate) fn len(&self) -> usize {
         self.buffer.len() + self.returned.len()
+    }
+
+    /// Values counted against the capacity (returned ones are exempt).
+    pub(crate) fn buffered(&self) -> usize {
+        self.buffer.len()
     }
 }
 
@@ -262,6 +306,7 @@ impl<T> Chan<T> {
                 senders: WaitList::default(),
                 receivers: WaitList::default(),
                 watchers: WaitList::default(),
+                readers: WaitList::default(),
                 closed: false,
             }),
             closed: AtomicBool::new(false),
@@ -319,6 +364,7 @@ impl<T> Chan<T> {
             close_list(&mut state.senders, &mut wakes);
             close_list(&mut state.receivers, &mut wakes);
             close_list(&mut state.watchers, &mut wakes);
+            close_list(&mut state.readers, &mut wakes);
         }
         wakes.run();
         true

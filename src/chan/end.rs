@@ -80,7 +80,7 @@ macro_rules! channel_end_methods {
         /// ```
         pub fn is_full(&self) -> bool {
             let chan = self.chan();
-            chan.cap().is_some_and(|cap| chan.lock().len() >= cap)
+            chan.cap().is_some_and(|cap| chan.lock().buffered() >= cap)
         }
 
         /// The buffer's capacity: `Some(0)` for a rendezvous channel, `None` for an

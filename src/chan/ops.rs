@@ -27,6 +27,15 @@ pub(crate) struct SendOp<'a, T> {
     result: UnsafeCell<Option<Result<(), SendError<T>>>>,
 }
 
+/// Receiving for `poll_recv` and the `Stream`: takes a value if one is there, else
+/// waits as a reader, which is woken when a value may have arrived but is never handed
+/// one (a `Receiver` that stops polling must not keep a value from the others).
+pub(crate) struct ReadOp<T, C: Deref<Target = Chan<T>>> {
+    chan: C,
+    waiter: Waiter<()>,
+    result: UnsafeCell<Option<Result<T, RecvError>>>,
+}
+
 /// Waiting for the channel to close.
 pub(crate) struct ClosedOp<'a, T> {
     chan: &'a Chan<T>,
@@ -75,6 +84,22 @@ impl<'a, T> SendOp<'a, T> {
     }
 }
 
+impl<T, C: Deref<Target = Chan<T>>> ReadOp<T, C> {
+    pub(crate) fn new(chan: C) -> Self {
+        ReadOp {
+            chan,
+            waiter: Waiter::new(None),
+            result: UnsafeCell::new(None),
+        }
+    }
+
+    /// The outcome: `None` if the op completed only by being woken (look again).
+    pub(crate) fn take_result(&self) -> Option<Result<T, RecvError>> {
+        // SAFETY: owner-only.
+        self.result.with_mut(|r| unsafe { (*r).take() })
+    }
+}
+
 impl<'a, T> ClosedOp<'a, T> {
     pub(crate) fn new(chan: &'a Chan<T>) -> Self {
         ClosedOp {
@@ -115,14 +140,14 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
         }
     }
 
-    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize) {
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, wakes: &mut Wakes) {
         // SAFETY: the caller holds the lock; the op is pinned and unregisters before it
         // is dropped (the choice's contract), and `claim` outlives the registration.
         unsafe {
             self.waiter.set_choice(claim, arm);
             self.chan
                 .state_mut()
-                .register(Side::Recv, NonNull::from(&self.waiter));
+                .register(Side::Recv, NonNull::from(&self.waiter), wakes);
         }
     }
 
@@ -183,13 +208,13 @@ impl<T> Operation for SendOp<'_, T> {
         }
     }
 
-    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize) {
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, wakes: &mut Wakes) {
         // SAFETY: as for `RecvOp::register`.
         unsafe {
             self.waiter.set_choice(claim, arm);
             self.chan
                 .state_mut()
-                .register(Side::Send, NonNull::from(&self.waiter));
+                .register(Side::Send, NonNull::from(&self.waiter), wakes);
         }
     }
 
@@ -223,6 +248,58 @@ impl<T> Operation for SendOp<'_, T> {
     }
 }
 
+impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
+    channel_lock!();
+
+    unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
+        // SAFETY: the caller holds the lock.
+        let state = unsafe { self.chan.state_mut() };
+        let result = match state.take(Some(own), wakes) {
+            Some(value) => Ok(value),
+            None if state.is_closed() => Err(RecvError),
+            None => return false,
+        };
+        // SAFETY: owner-only.
+        self.result.with_mut(|r| unsafe { *r = Some(result) });
+        true
+    }
+
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, _wakes: &mut Wakes) {
+        // SAFETY: as for `RecvOp::register`.
+        unsafe {
+            self.waiter.set_choice(claim, arm);
+            self.chan
+                .state_mut()
+                .add_reader(NonNull::from(&self.waiter));
+        }
+    }
+
+    unsafe fn unregister(&self) {
+        // SAFETY: the caller holds the lock.
+        unsafe {
+            self.chan
+                .state_mut()
+                .remove_reader(NonNull::from(&self.waiter))
+        }
+    }
+
+    unsafe fn take_fired(&self) {}
+
+    fn abandon(&self) {
+        if let Some(Ok(value)) = self.take_result() {
+            let mut wakes = Wakes::default();
+            self.chan.lock().give_back(value, &mut wakes);
+            wakes.run();
+        }
+    }
+
+    fn describe(&self) -> WaitOn {
+        WaitOn::Recv {
+            channel: self.chan.id(),
+        }
+    }
+}
+
 impl<T> Operation for ClosedOp<'_, T> {
     channel_lock!();
 
@@ -231,7 +308,7 @@ impl<T> Operation for ClosedOp<'_, T> {
         unsafe { self.chan.state_mut() }.is_closed()
     }
 
-    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize) {
+    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, _wakes: &mut Wakes) {
         // SAFETY: as for `RecvOp::register`.
         unsafe {
             self.waiter.set_choice(claim, arm);

@@ -13,14 +13,14 @@ use crate::alt::single::Single;
 use crate::chan::core::Chan;
 use crate::chan::end::{channel_end_methods, sealed};
 use crate::chan::error::{RecvError, TryRecvError};
-use crate::chan::ops::RecvOp;
+use crate::chan::ops::{ReadOp, RecvOp};
 use crate::loom::sync::Arc;
 use crate::runtime::block_on::park_on;
 use crate::runtime::context;
 
 /// The waiting entry a `Receiver` keeps for `poll_recv`; it holds its own reference to
 /// the channel.
-type RecvNode<T> = Single<RecvOp<T, Arc<Chan<T>>>>;
+type RecvNode<T> = Single<ReadOp<T, Arc<Chan<T>>>>;
 
 /// The receiving end of a channel. Clone it for more receivers (any-to-any: each value
 /// goes to exactly one); the channel closes when the last `Receiver` is dropped (or on
@@ -124,6 +124,12 @@ impl<T> Receiver<T> {
     /// Polls for a value, for hand-written futures and streams: the waiting entry lives
     /// in this `Receiver` (boxed once, on first use), so no future needs to be kept.
     ///
+    /// Unlike a [`recv`](Self::recv) future, a `Receiver` waiting here is never handed a
+    /// value: it is woken when one may be available and takes it when polled again, so
+    /// one that stops polling (its `next()` future dropped) keeps nothing from other
+    /// receivers. A rendezvous sender waits until it is polled (a rendezvous `try_send`
+    /// does not count it as a waiting receiver).
+    ///
     /// ```
     /// # csp::block_on(async {
     /// let (tx, mut rx) = csp::bounded(1);
@@ -136,11 +142,16 @@ impl<T> Receiver<T> {
         let chan = &self.chan;
         let node = self
             .node
-            .get_or_insert_with(|| Box::pin(Single::new(RecvOp::new(chan.clone()))));
-        ready!(node.as_mut().poll(cx));
-        let result = node.as_ref().op().take_result();
-        node.as_mut().consumed();
-        Poll::Ready(result.expect("csp: a completed recv has an outcome"))
+            .get_or_insert_with(|| Box::pin(Single::new(ReadOp::new(chan.clone()))));
+        loop {
+            ready!(node.as_mut().poll(cx));
+            let result = node.as_ref().op().take_result();
+            node.as_mut().consumed();
+            if let Some(result) = result {
+                return Poll::Ready(result);
+            }
+            // Woken as a reader: a value may be there now; look again.
+        }
     }
 
     channel_end_methods!();
