@@ -10,6 +10,7 @@
 pub(crate) mod core;
 pub(crate) mod end;
 mod error;
+mod future;
 mod lock;
 #[cfg(all(test, loom))]
 mod loom_models;

@@ -5,8 +5,9 @@ use std::ptr::NonNull;
 
 use crate::alt::claim::{Claim, Wakes};
 use crate::alt::operation::Operation;
-use crate::chan::core::{Chan, Side};
+use crate::chan::core::{Chan, Side, State};
 use crate::chan::error::{RecvError, SendError};
+use crate::chan::future::Outcome;
 use crate::chan::waiter::Waiter;
 use crate::loom::cell::UnsafeCell;
 use crate::task::WaitOn;
@@ -109,6 +110,51 @@ impl<'a, T> ClosedOp<'a, T> {
     }
 }
 
+/// A receiver's attempt under the lock: a value, or `Err(RecvError)` once the channel
+/// is closed and drained; `None` if it must wait.
+fn try_take<T>(
+    state: &mut State<T>,
+    own: &Claim,
+    wakes: &mut Wakes,
+) -> Option<Result<T, RecvError>> {
+    match state.take(Some(own), wakes) {
+        Some(value) => Some(Ok(value)),
+        None if state.is_closed() => Some(Err(RecvError)),
+        None => None,
+    }
+}
+
+/// Gives a received value nobody will read back to its channel, ahead of the others.
+fn give_back<T>(chan: &Chan<T>, value: T) {
+    let mut wakes = Wakes::default();
+    chan.lock().give_back(value, &mut wakes);
+    wakes.run();
+}
+
+impl<T, C: Deref<Target = Chan<T>>> Outcome for RecvOp<T, C> {
+    type Output = Result<T, RecvError>;
+
+    fn outcome(&self) -> Self::Output {
+        self.take_result()
+            .expect("csp: a completed recv has an outcome")
+    }
+}
+
+impl<T> Outcome for SendOp<'_, T> {
+    type Output = Result<(), SendError<T>>;
+
+    fn outcome(&self) -> Self::Output {
+        self.take_result()
+            .expect("csp: a completed send has an outcome")
+    }
+}
+
+impl<T> Outcome for ClosedOp<'_, T> {
+    type Output = ();
+
+    fn outcome(&self) -> Self::Output {}
+}
+
 /// The lock plumbing every channel operation shares.
 macro_rules! channel_lock {
     () => {
@@ -129,14 +175,12 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_mut() };
-        if let Some(value) = state.take(Some(own), wakes) {
-            self.set_result(Ok(value));
-            true
-        } else if state.is_closed() {
-            self.set_result(Err(RecvError));
-            true
-        } else {
-            false
+        match try_take(state, own, wakes) {
+            Some(result) => {
+                self.set_result(result);
+                true
+            }
+            None => false,
         }
     }
 
@@ -167,12 +211,9 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
     }
 
     fn abandon(&self) {
-        let Some(Ok(value)) = self.take_result() else {
-            return;
-        };
-        let mut wakes = Wakes::default();
-        self.chan.lock().give_back(value, &mut wakes);
-        wakes.run();
+        if let Some(Ok(value)) = self.take_result() {
+            give_back(&self.chan, value);
+        }
     }
 
     fn describe(&self) -> WaitOn {
@@ -254,14 +295,14 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_mut() };
-        let result = match state.take(Some(own), wakes) {
-            Some(value) => Ok(value),
-            None if state.is_closed() => Err(RecvError),
-            None => return false,
-        };
-        // SAFETY: owner-only.
-        self.result.with_mut(|r| unsafe { *r = Some(result) });
-        true
+        match try_take(state, own, wakes) {
+            Some(result) => {
+                // SAFETY: owner-only.
+                self.result.with_mut(|r| unsafe { *r = Some(result) });
+                true
+            }
+            None => false,
+        }
     }
 
     unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, _wakes: &mut Wakes) {
@@ -287,9 +328,7 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
 
     fn abandon(&self) {
         if let Some(Ok(value)) = self.take_result() {
-            let mut wakes = Wakes::default();
-            self.chan.lock().give_back(value, &mut wakes);
-            wakes.run();
+            give_back(&self.chan, value);
         }
     }
 

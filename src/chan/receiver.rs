@@ -1,18 +1,16 @@
 //! The receiving end, its future, and its `Stream`.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use futures::future::FusedFuture;
 use futures::stream::{FusedStream, Stream};
-use pin_project_lite::pin_project;
 
 use crate::alt::claim::Wakes;
 use crate::alt::single::Single;
 use crate::chan::core::Chan;
 use crate::chan::end::{channel_end_methods, sealed};
 use crate::chan::error::{RecvError, TryRecvError};
+use crate::chan::future::channel_future;
 use crate::chan::ops::{ReadOp, RecvOp};
 use crate::loom::sync::Arc;
 use crate::runtime::block_on::park_on;
@@ -76,9 +74,7 @@ impl<T> Receiver<T> {
     /// # });
     /// ```
     pub fn recv(&self) -> RecvFuture<'_, T> {
-        RecvFuture {
-            inner: Single::new(RecvOp::new(&self.chan)),
-        }
+        RecvFuture::new(RecvOp::new(&self.chan))
     }
 
     /// Receives without waiting: a buffered value, or a waiting sender's.
@@ -211,36 +207,8 @@ impl<T> std::fmt::Debug for Receiver<T> {
     }
 }
 
-pin_project! {
-    /// The future of [`Receiver::recv`].
-    #[must_use = "futures do nothing unless polled"]
-    pub struct RecvFuture<'a, T> {
-        #[pin]
-        inner: Single<RecvOp<T, &'a Chan<T>>>,
-    }
-}
-
-impl<T> Future for RecvFuture<'_, T> {
-    type Output = Result<T, RecvError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut inner = self.project().inner;
-        ready!(inner.as_mut().poll(cx));
-        let result = inner.as_ref().op().take_result();
-        Poll::Ready(result.expect("csp: a completed recv has an outcome"))
-    }
-}
-
-impl<T> FusedFuture for RecvFuture<'_, T> {
-    fn is_terminated(&self) -> bool {
-        self.inner.is_terminated()
-    }
-}
-
-impl<T> std::fmt::Debug for RecvFuture<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecvFuture")
-            .field("terminated", &self.inner.is_terminated())
-            .finish()
-    }
+channel_future! {
+    /// The future of [`Receiver::recv`]: the next value, or `Err` once the channel is
+    /// closed and drained.
+    RecvFuture => RecvOp<T, &'a Chan<T>>, Result<T, RecvError>
 }

@@ -1,17 +1,10 @@
 //! The sending end and its futures.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll, ready};
-
-use futures::future::FusedFuture;
-use pin_project_lite::pin_project;
-
 use crate::alt::claim::Wakes;
-use crate::alt::single::Single;
 use crate::chan::core::Chan;
 use crate::chan::end::{channel_end_methods, sealed};
 use crate::chan::error::{SendError, TrySendError};
+use crate::chan::future::channel_future;
 use crate::chan::ops::{ClosedOp, SendOp};
 use crate::loom::sync::Arc;
 use crate::runtime::block_on::park_on;
@@ -53,9 +46,7 @@ impl<T> Sender<T> {
     /// # });
     /// ```
     pub fn send(&self, value: T) -> SendFuture<'_, T> {
-        SendFuture {
-            inner: Single::new(SendOp::new(&self.chan, value)),
-        }
+        SendFuture::new(SendOp::new(&self.chan, value))
     }
 
     /// Sends without waiting: succeeds if a receiver is waiting or the buffer has room.
@@ -113,9 +104,7 @@ impl<T> Sender<T> {
     /// # });
     /// ```
     pub fn closed(&self) -> Closed<'_, T> {
-        Closed {
-            inner: Single::new(ClosedOp::new(&self.chan)),
-        }
+        Closed::new(ClosedOp::new(&self.chan))
     }
 
     channel_end_methods!();
@@ -152,69 +141,13 @@ impl<T> std::fmt::Debug for Sender<T> {
     }
 }
 
-pin_project! {
-    /// The future of [`Sender::send`].
-    #[must_use = "futures do nothing unless polled"]
-    pub struct SendFuture<'a, T> {
-        #[pin]
-        inner: Single<SendOp<'a, T>>,
-    }
+channel_future! {
+    /// The future of [`Sender::send`]: `Ok` once a receiver took the value (rendezvous)
+    /// or it is buffered; `Err` with the value if the channel closed first.
+    SendFuture => SendOp<'a, T>, Result<(), SendError<T>>
 }
 
-impl<T> Future for SendFuture<'_, T> {
-    type Output = Result<(), SendError<T>>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut inner = self.project().inner;
-        ready!(inner.as_mut().poll(cx));
-        let result = inner.as_ref().op().take_result();
-        Poll::Ready(result.expect("csp: a completed send has an outcome"))
-    }
-}
-
-impl<T> FusedFuture for SendFuture<'_, T> {
-    fn is_terminated(&self) -> bool {
-        self.inner.is_terminated()
-    }
-}
-
-impl<T> std::fmt::Debug for SendFuture<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SendFuture")
-            .field("terminated", &self.inner.is_terminated())
-            .finish()
-    }
-}
-
-pin_project! {
-    /// The future of [`Sender::closed`].
-    #[must_use = "futures do nothing unless polled"]
-    pub struct Closed<'a, T> {
-        #[pin]
-        inner: Single<ClosedOp<'a, T>>,
-    }
-}
-
-impl<T> Future for Closed<'_, T> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let inner = self.project().inner;
-        ready!(inner.poll(cx));
-        Poll::Ready(())
-    }
-}
-
-impl<T> FusedFuture for Closed<'_, T> {
-    fn is_terminated(&self) -> bool {
-        self.inner.is_terminated()
-    }
-}
-
-impl<T> std::fmt::Debug for Closed<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Closed")
-            .field("terminated", &self.inner.is_terminated())
-            .finish()
-    }
+channel_future! {
+    /// The future of [`Sender::closed`]: completes once the channel is closed.
+    Closed => ClosedOp<'a, T>, ()
 }

@@ -5,9 +5,8 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::runtime::Schedule;
 use crate::task::JoinError;
-use crate::task::raw::{Notified, RawTask};
+use crate::task::raw::RawTask;
 use crate::task::state::Notify;
 
 /// An owned permission to await a process's output, returned by [`spawn`](crate::spawn).
@@ -67,8 +66,7 @@ impl<T> JoinHandle<T> {
     pub fn abort(&self) {
         if self.raw.state().transition_to_aborted() == Notify::Submit {
             // SAFETY: the transition added the reference the entry owns.
-            let entry = unsafe { Notified::from_raw(self.raw) };
-            self.raw.header().shared.schedule(entry, Schedule::Wake);
+            unsafe { self.raw.submit() }
         }
     }
 

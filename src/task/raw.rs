@@ -104,11 +104,8 @@ impl RawTask {
     #[inline]
     pub(crate) fn wake_by_val(self) {
         match self.state().transition_to_notified_by_val() {
-            NotifyByVal::Submit => {
-                // SAFETY: the caller's reference became the run queue entry's.
-                let entry = unsafe { Notified::from_raw(self) };
-                self.header().shared.schedule(entry, Schedule::Wake);
-            }
+            // SAFETY: the caller's reference became the run queue entry's.
+            NotifyByVal::Submit => unsafe { self.submit() },
             NotifyByVal::DoNothing => {}
             // SAFETY: the caller's reference was the last.
             NotifyByVal::Dealloc => unsafe { (self.header().vtable.dealloc)(self.ptr) },
@@ -117,14 +114,22 @@ impl RawTask {
 
     /// Wakes the process without consuming a reference.
     pub(crate) fn wake_by_ref(self) {
-        match self.state().transition_to_notified_by_ref() {
-            Notify::Submit => {
-                // SAFETY: the transition added the reference this entry owns.
-                let entry = unsafe { Notified::from_raw(self) };
-                self.header().shared.schedule(entry, Schedule::Wake);
-            }
-            Notify::DoNothing => {}
+        if self.state().transition_to_notified_by_ref() == Notify::Submit {
+            // SAFETY: the transition added the reference the entry owns.
+            unsafe { self.submit() }
         }
+    }
+
+    /// Puts the process on a run queue after a transition to `Queued` (a wake or an
+    /// abort).
+    ///
+    /// # Safety
+    /// The caller gives up one reference, which becomes the run queue entry's.
+    #[inline]
+    pub(crate) unsafe fn submit(self) {
+        // SAFETY: per the caller.
+        let entry = unsafe { Notified::from_raw(self) };
+        self.header().shared.schedule(entry, Schedule::Wake);
     }
 
     /// Runtime shutdown of one process whose registry reference the caller holds.
