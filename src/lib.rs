@@ -54,6 +54,7 @@ mod runtime;
 mod task;
 mod tuning;
 
+pub use alt::{Select, SelectFuture, Selected};
 pub use chan::{
     ChannelEnd, Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, Sender,
     TryRecvError, TrySendError, bounded, channel, unbounded,

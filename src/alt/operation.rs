@@ -8,10 +8,15 @@ use crate::alt::claim::{Claim, Wakes};
 
 /// One communication on one channel, as an arm of a choice.
 ///
-/// The choice locks the channel (`lock`/`unlock`; in address order when it has several), then calls `try_now` on each arm, or `register` on every arm; later, when
+/// The choice locks the channel (`lock`/`unlock`; in `lock_addr` order when it has
+/// several), then calls `try_now` on each arm, or `register` on every arm; later, when
 /// its claim fired arm `i`, `unregister` on the others and `take_fired` on arm `i`.
 /// Every method but `take_fired` and `abandon` runs under the arm's channel lock.
 pub(crate) trait Operation {
+    /// The address of the channel's lock: a choice over several channels locks them in
+    /// this order (and once each).
+    fn lock_addr(&self) -> usize;
+
     /// Locks the channel.
     fn lock(&self);
 

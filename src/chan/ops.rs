@@ -52,6 +52,10 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
         }
     }
 
+    pub(crate) fn chan(&self) -> &Chan<T> {
+        &self.chan
+    }
+
     /// The outcome, once the choice completed this arm.
     pub(crate) fn take_result(&self) -> Option<Result<T, RecvError>> {
         // SAFETY: the result is owner-only, and the owner calls this.
@@ -71,6 +75,10 @@ impl<'a, T> SendOp<'a, T> {
             waiter: Waiter::new(Some(value)),
             result: UnsafeCell::new(None),
         }
+    }
+
+    pub(crate) fn chan(&self) -> &Chan<T> {
+        self.chan
     }
 
     /// The outcome, once the choice completed this arm.
@@ -158,6 +166,10 @@ impl<T> Outcome for ClosedOp<'_, T> {
 /// The lock plumbing every channel operation shares.
 macro_rules! channel_lock {
     () => {
+        fn lock_addr(&self) -> usize {
+            std::ptr::from_ref(self.chan.raw_lock()) as usize
+        }
+
         fn lock(&self) {
             self.chan.raw_lock().lock()
         }

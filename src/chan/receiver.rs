@@ -58,7 +58,7 @@ impl<T> Receiver<T> {
         }
     }
 
-    fn chan(&self) -> &Chan<T> {
+    pub(crate) fn chan(&self) -> &Chan<T> {
         &self.chan
     }
 

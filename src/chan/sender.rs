@@ -29,7 +29,7 @@ impl<T> Sender<T> {
         Sender { chan }
     }
 
-    fn chan(&self) -> &Chan<T> {
+    pub(crate) fn chan(&self) -> &Chan<T> {
         &self.chan
     }
 

@@ -10,6 +10,7 @@ pub(crate) enum WaitOn {
     Recv { channel: u64 },
     Send { channel: u64 },
     Closed { channel: u64 },
+    Alt { channels: u64 },
     Join { process: u64 },
 }
 
@@ -22,6 +23,7 @@ impl WaitOn {
             WaitOn::Recv { channel } => (1, channel),
             WaitOn::Send { channel } => (2, channel),
             WaitOn::Closed { channel } => (3, channel),
+            WaitOn::Alt { channels } => (4, channels),
             WaitOn::Join { process } => (5, process),
         };
         (kind << KIND_SHIFT) | (payload & PAYLOAD)
@@ -34,6 +36,7 @@ impl WaitOn {
             1 => WaitOn::Recv { channel: payload },
             2 => WaitOn::Send { channel: payload },
             3 => WaitOn::Closed { channel: payload },
+            4 => WaitOn::Alt { channels: payload },
             5 => WaitOn::Join { process: payload },
             _ => return None,
         })
@@ -46,6 +49,8 @@ impl fmt::Display for WaitOn {
             WaitOn::Recv { channel } => write!(f, "recv on channel #{channel}"),
             WaitOn::Send { channel } => write!(f, "send on channel #{channel}"),
             WaitOn::Closed { channel } => write!(f, "close of channel #{channel}"),
+            WaitOn::Alt { channels: 1 } => write!(f, "alt over 1 channel"),
+            WaitOn::Alt { channels } => write!(f, "alt over {channels} channels"),
             WaitOn::Join { process } => write!(f, "join of process #{process}"),
         }
     }
@@ -61,6 +66,7 @@ mod tests {
             WaitOn::Recv { channel: 7 },
             WaitOn::Send { channel: 4 },
             WaitOn::Closed { channel: 1 << 40 },
+            WaitOn::Alt { channels: 2 },
             WaitOn::Join { process: 9 },
         ] {
             assert_eq!(WaitOn::decode(wait.encode()), Some(wait));

@@ -1,0 +1,263 @@
+//! A choice over several operations: the engine of `Select` (and of `alt!`), on one
+//! claim flag shared by every arm (DESIGN.md, "Channels and alt").
+//!
+//! A poll of an idle choice locks the distinct channels of its enabled arms in address
+//! order and tries the arms in the plan's order (uniformly random for a fair choice,
+//! written order for a biased one); the first that can complete fires. If none can, it
+//! registers every arm under the same locks, so no counterpart sees half a registration,
+//! and waits for a counterpart to claim the flag for one arm. The poll after that claim
+//! unlinks the other arms' entries and takes the fired arm's outcome. Dropping a waiting
+//! choice cancels the flag under all its locks: either nobody claimed it (and nobody can
+//! now), or one arm fired and only that arm's operation took effect (a received value
+//! goes back to its channel).
+
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+
+use crate::alt::claim::{Claim, Owner, Seen, Wakes};
+use crate::alt::operation::Operation;
+use crate::alt::rng;
+use crate::loom::sync::atomic::Ordering;
+use crate::task::WaitOn;
+use crate::task::waker::process_of;
+
+/// The arms of a choice, by index.
+pub(crate) trait ArmSet {
+    /// How many arms there are, enabled or not.
+    fn count(&self) -> usize;
+
+    /// Arm `i`, or `None` if it is disabled (a false guard, a spent send).
+    fn arm(&self, i: usize) -> Option<&dyn Operation>;
+}
+
+/// The order to try the arms in and to lock their channels in; its buffers are reused
+/// from one choice to the next.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    /// Enabled arms, in the order they are tried.
+    order: Vec<usize>,
+    /// One arm per distinct channel, sorted by lock address.
+    locks: Vec<usize>,
+}
+
+impl Plan {
+    /// Plans a choice over the enabled arms of `arms`; false if none is enabled.
+    pub(crate) fn prepare(&mut self, arms: &dyn ArmSet, biased: bool) -> bool {
+        self.order.clear();
+        self.order
+            .extend((0..arms.count()).filter(|&i| arms.arm(i).is_some()));
+        if !biased {
+            rng::shuffle(&mut self.order);
+        }
+        let addr = |i: &usize| arms.arm(*i).map_or(0, |arm| arm.lock_addr());
+        self.locks.clear();
+        self.locks.extend_from_slice(&self.order);
+        self.locks.sort_unstable_by_key(addr);
+        self.locks.dedup_by_key(|i| addr(i));
+        !self.order.is_empty()
+    }
+
+    /// Distinct channels the choice spans.
+    pub(crate) fn channels(&self) -> usize {
+        self.locks.len()
+    }
+
+    fn enabled<'s>(&self, arms: &'s dyn ArmSet, i: usize) -> &'s dyn Operation {
+        arms.arm(i)
+            .expect("csp: an arm was disabled while its choice was in progress")
+    }
+
+    fn lock(&self, arms: &dyn ArmSet) {
+        for &i in &self.locks {
+            self.enabled(arms, i).lock();
+        }
+    }
+
+    /// # Safety
+    /// The caller holds the locks (from `lock`).
+    unsafe fn unlock(&self, arms: &dyn ArmSet) {
+        for &i in self.locks.iter().rev() {
+            // SAFETY: per the caller.
+            unsafe { self.enabled(arms, i).unlock() };
+        }
+    }
+
+    /// Tries the arms in order under the locks; the first that completes fires.
+    ///
+    /// # Safety
+    /// The caller holds the locks.
+    unsafe fn try_arms(
+        &self,
+        arms: &dyn ArmSet,
+        claim: &Claim,
+        wakes: &mut Wakes,
+    ) -> Option<usize> {
+        self.order.iter().copied().find(|&i| {
+            // SAFETY: per the caller.
+            unsafe { self.enabled(arms, i).try_now(claim, wakes) }
+        })
+    }
+
+    /// Unlinks every arm's entry (the fired one's is already unlinked).
+    ///
+    /// # Safety
+    /// The caller holds the locks.
+    unsafe fn unregister_all(&self, arms: &dyn ArmSet) {
+        for &i in &self.order {
+            // SAFETY: per the caller.
+            unsafe { self.enabled(arms, i).unregister() };
+        }
+    }
+}
+
+/// The state of one choice in progress; must stay pinned while it waits (the arms'
+/// entries point at its flag).
+#[derive(Debug)]
+pub(crate) struct Choice {
+    claim: Claim,
+    waiting: bool,
+}
+
+impl Choice {
+    pub(crate) fn new() -> Choice {
+        Choice {
+            claim: Claim::new(),
+            waiting: false,
+        }
+    }
+
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.waiting
+    }
+
+    /// Fires the first arm that can complete now, without waiting.
+    pub(crate) fn try_now(&self, arms: &dyn ArmSet, plan: &Plan) -> Option<usize> {
+        debug_assert!(!self.waiting);
+        let mut wakes = Wakes::default();
+        plan.lock(arms);
+        // SAFETY: the locks are held.
+        let fired = unsafe { plan.try_arms(arms, &self.claim, &mut wakes) };
+        // SAFETY: the locks are held.
+        unsafe { plan.unlock(arms) };
+        wakes.run();
+        fired
+    }
+
+    /// Drives the choice: `Ready(i)` once arm `i` fired (its outcome is in the arm).
+    ///
+    /// # Safety
+    /// `self` stays pinned, and `arms` and `plan` unchanged, until this returns `Ready`
+    /// or [`cancel`](Self::cancel) is called.
+    pub(crate) unsafe fn poll(
+        &mut self,
+        arms: &dyn ArmSet,
+        plan: &Plan,
+        cx: &mut Context<'_>,
+    ) -> Poll<usize> {
+        if !self.waiting {
+            return self.start(arms, plan, cx);
+        }
+        if self.claim.seen() == Seen::Pending {
+            let fresh = Owner::from_waker(cx.waker());
+            plan.lock(arms);
+            if self.claim.seen() == Seen::Pending {
+                let old = self.claim.replace_owner(fresh);
+                // SAFETY: the locks are held.
+                unsafe { plan.unlock(arms) };
+                drop(old);
+                return Poll::Pending;
+            }
+            // SAFETY: the locks are held.
+            unsafe { plan.unlock(arms) };
+        }
+        Poll::Ready(self.finish(arms, plan))
+    }
+
+    fn start(&mut self, arms: &dyn ArmSet, plan: &Plan, cx: &mut Context<'_>) -> Poll<usize> {
+        // Made before locking: a foreign waker's clone is foreign code.
+        let owner = Owner::from_waker(cx.waker());
+        let mut wakes = Wakes::default();
+        plan.lock(arms);
+        // SAFETY: the locks are held.
+        if let Some(fired) = unsafe { plan.try_arms(arms, &self.claim, &mut wakes) } {
+            // SAFETY: the locks are held.
+            unsafe { plan.unlock(arms) };
+            wakes.run();
+            drop(owner);
+            return Poll::Ready(fired);
+        }
+        if let Some(process) = process_of(cx.waker()) {
+            let wait = WaitOn::Alt {
+                channels: plan.channels() as u64,
+            };
+            // Relaxed: read only by dumps.
+            process
+                .header()
+                .wait
+                .store(wait.encode(), Ordering::Relaxed);
+        }
+        self.claim.begin_wait(owner);
+        let claim = NonNull::from(&self.claim);
+        for &i in &plan.order {
+            // SAFETY: the locks are held; the caller keeps `self` pinned (so `claim`
+            // stays put) and unregisters every arm before the arms go (`finish` or
+            // `cancel`).
+            unsafe { plan.enabled(arms, i).register(claim, i, &mut wakes) };
+        }
+        // SAFETY: the locks are held.
+        unsafe { plan.unlock(arms) };
+        wakes.run();
+        self.waiting = true;
+        Poll::Pending
+    }
+
+    /// The flag fired: unlink the other arms and take the fired arm's outcome.
+    fn finish(&mut self, arms: &dyn ArmSet, plan: &Plan) -> usize {
+        let Seen::Claimed(fired) = self.claim.seen() else {
+            unreachable!("csp: finishing a choice whose flag did not fire")
+        };
+        plan.lock(arms);
+        // SAFETY: the locks are held.
+        unsafe {
+            plan.unregister_all(arms);
+            plan.unlock(arms);
+        }
+        // SAFETY: the flag fired this arm, and its claimer is done with it (it held a
+        // lock we have since taken).
+        unsafe { plan.enabled(arms, fired).take_fired() };
+        self.claim.reset();
+        self.waiting = false;
+        fired
+    }
+
+    /// Gives up a waiting choice: afterwards no arm can fire. Returns the arm that had
+    /// fired already, if any, after undoing what it can (`Operation::abandon`).
+    pub(crate) fn cancel(&mut self, arms: &dyn ArmSet, plan: &Plan) -> Option<usize> {
+        if !self.waiting {
+            return None;
+        }
+        plan.lock(arms);
+        let outcome = self.claim.cancel();
+        // SAFETY: the locks are held.
+        unsafe {
+            plan.unregister_all(arms);
+            plan.unlock(arms);
+        }
+        self.waiting = false;
+        match outcome {
+            Ok(owner) => {
+                drop(owner);
+                self.claim.reset();
+                None
+            }
+            Err(fired) => {
+                let arm = plan.enabled(arms, fired);
+                // SAFETY: the flag fired this arm; its claimer is done with it.
+                unsafe { arm.take_fired() };
+                arm.abandon();
+                self.claim.reset();
+                Some(fired)
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! loom models of choices over several channels, driving the real `Select`, choice
+//! engine, claim flags and channel core.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll};
+
+use futures::task::noop_waker;
+use loom::future::block_on;
+use loom::sync::Arc;
+use loom::thread;
+
+use crate::alt::Select;
+use crate::chan::{TryRecvError, channel};
+
+/// Two choices meet on both ends of two channels: one offers {send c1, recv c2}, the
+/// other {recv c1, send c2}. Whatever the interleaving, exactly one transfer happens,
+/// both choices complete, and neither pairs with itself.
+#[test]
+fn loom_alt_vs_alt_on_both_ends() {
+    loom::model(|| {
+        let (tx1, rx1) = channel::<u8>();
+        let (tx2, rx2) = channel::<u8>();
+        let (tx1, rx1, tx2, rx2) = (Arc::new(tx1), Arc::new(rx1), Arc::new(tx2), Arc::new(rx2));
+
+        let left = {
+            let (tx1, rx2) = (tx1.clone(), rx2.clone());
+            thread::spawn(move || {
+                let mut sel = Select::new_biased();
+                let send = sel.send(&tx1, 1);
+                sel.recv(&rx2);
+                let op = block_on(sel.select());
+                if op.index() == send {
+                    assert_eq!(op.send(&tx1), Ok(()));
+                    None
+                } else {
+                    Some(op.recv(&rx2).unwrap())
+                }
+            })
+        };
+        let mut sel = Select::new_biased();
+        let recv = sel.recv(&rx1);
+        sel.send(&tx2, 2);
+        let op = block_on(sel.select());
+        let right = if op.index() == recv {
+            Some(op.recv(&rx1).unwrap())
+        } else {
+            assert_eq!(op.send(&tx2), Ok(()));
+            None
+        };
+        drop(sel);
+        let left = left.join().unwrap();
+        match (left, right) {
+            (None, Some(1)) | (Some(2), None) => {}
+            other => panic!("exactly one transfer, got {other:?}"),
+        }
+    });
+}
+
+/// A waiting choice over two channels races a close of one and a send on the other:
+/// exactly one arm fires, and a value the choice did not take goes back to its sender.
+#[test]
+fn loom_alt_vs_close() {
+    loom::model(|| {
+        let (tx1, rx1) = channel::<u8>();
+        let (tx2, rx2) = channel::<u8>();
+        let mut sel = Select::new_biased();
+        let on_close = sel.recv(&rx1);
+        let on_value = sel.recv(&rx2);
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut select = pin!(sel.select());
+        assert!(select.as_mut().poll(&mut cx).is_pending());
+
+        let closer = thread::spawn(move || drop(tx1));
+        let sender = thread::spawn(move || tx2.try_send(7).is_ok());
+        closer.join().unwrap();
+        let sent = sender.join().unwrap();
+
+        let Poll::Ready(op) = select.as_mut().poll(&mut cx) else {
+            panic!("the close fires the choice if the send did not");
+        };
+        if op.index() == on_value {
+            assert!(sent);
+            assert_eq!(op.recv(&rx2), Ok(7));
+        } else {
+            assert_eq!(op.index(), on_close);
+            assert!(op.recv(&rx1).is_err());
+            assert!(!sent, "a value sent Ok went to the choice");
+        }
+    });
+}
+
+/// A waiting choice is dropped while a sender claims one of its arms: the value is
+/// either refused (the sender gets it back) or handed over and then given back to the
+/// channel by the drop. Never lost, never delivered twice.
+#[test]
+fn loom_alt_cancelled_while_a_sender_claims_it() {
+    loom::model(|| {
+        let (tx1, rx1) = channel::<u8>();
+        let (_tx2, rx2) = channel::<u8>();
+        let mut sel = Select::new_biased();
+        sel.recv(&rx1);
+        sel.recv(&rx2);
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut select = Box::pin(sel.select());
+        assert!(select.as_mut().poll(&mut cx).is_pending());
+
+        let sender = thread::spawn(move || tx1.try_send(5).is_ok());
+        drop(select);
+        let sent = sender.join().unwrap();
+        drop(sel);
+
+        match rx1.try_recv() {
+            Ok(value) => {
+                assert!(sent);
+                assert_eq!(value, 5, "a value handed to the dropped choice comes back");
+            }
+            Err(TryRecvError::Closed) => assert!(!sent, "a value sent Ok was lost"),
+            Err(TryRecvError::Empty) => unreachable!("the sender is gone"),
+        }
+    });
+}

@@ -1,0 +1,456 @@
+//! `Select`: a choice over operations known only at run time (API.md).
+
+use std::future::Future;
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::alt::choice::{ArmSet, Choice, Plan};
+use crate::alt::operation::Operation;
+use crate::chan::core::Chan;
+use crate::chan::ops::{RecvOp, SendOp};
+use crate::chan::{Receiver, RecvError, SendError, Sender};
+
+/// What kind of operation an arm is, and on which channel, so `Selected` can check
+/// that it is read with the right end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Recv,
+    Send,
+}
+
+/// An arm of a `Select`: an operation plus what `Selected` needs to read it back.
+trait SelectArm: Operation {
+    fn kind(&self) -> Kind;
+    fn channel(&self) -> *const ();
+    /// Drops a fired arm's unread outcome.
+    fn discard(&self);
+}
+
+impl<T> SelectArm for RecvOp<T, &Chan<T>> {
+    fn kind(&self) -> Kind {
+        Kind::Recv
+    }
+
+    fn channel(&self) -> *const () {
+        std::ptr::from_ref(self.chan()).cast()
+    }
+
+    fn discard(&self) {
+        drop(self.take_result());
+    }
+}
+
+impl<T> SelectArm for SendOp<'_, T> {
+    fn kind(&self) -> Kind {
+        Kind::Send
+    }
+
+    fn channel(&self) -> *const () {
+        std::ptr::from_ref(self.chan()).cast()
+    }
+
+    fn discard(&self) {
+        drop(self.take_result());
+    }
+}
+
+type Arm<'a> = Pin<Box<dyn SelectArm + Send + 'a>>;
+
+/// The arms of a `Select`, by index; `None` for removed or spent ones.
+#[derive(Default)]
+struct Arms<'a>(Vec<Option<Arm<'a>>>);
+
+impl ArmSet for Arms<'_> {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    fn arm(&self, i: usize) -> Option<&dyn Operation> {
+        let arm: &dyn SelectArm = self.0.get(i)?.as_ref()?.as_ref().get_ref();
+        Some(arm)
+    }
+}
+
+impl<'a> Arms<'a> {
+    /// A fired send arm's value is gone (delivered or handed back): remove the arm.
+    fn spend(&mut self, i: usize) {
+        if self.0[i]
+            .as_ref()
+            .is_some_and(|arm| arm.kind() == Kind::Send)
+        {
+            self.0[i] = None;
+        }
+    }
+
+    /// Arm `i`, checked to be of `kind` on the channel at `channel`.
+    fn fired(&self, i: usize, kind: Kind, channel: *const (), what: &str) -> &dyn SelectArm {
+        let arm = self.0[i]
+            .as_ref()
+            .expect("csp: the selected arm is still there")
+            .as_ref()
+            .get_ref();
+        assert!(
+            arm.kind() == kind && arm.channel() == channel,
+            "csp: Selected::{what} was given an end of another channel (or of the wrong \
+             kind) than the selected arm {i}'s; match on Selected::index() first"
+        );
+        arm
+    }
+}
+
+/// A choice among channel operations assembled at run time: the dynamic form of
+/// `alt!`. Exactly one arm fires per [`select`](Self::select); a receive arm that did
+/// not fire takes nothing, a send arm that did not fire delivers nothing and keeps its
+/// value for the next `select` (until [`remove`](Self::remove) or the drop of the
+/// `Select`). A fired send arm is spent.
+///
+/// ```
+/// # csp::block_on(async {
+/// let (tx1, rx1) = csp::bounded::<u32>(1);
+/// let (tx2, rx2) = csp::bounded::<&str>(1);
+/// tx2.try_send("two").unwrap();
+///
+/// let mut sel = csp::Select::new();
+/// let a = sel.recv(&rx1);
+/// let b = sel.recv(&rx2);
+/// let op = sel.select().await;
+/// match op.index() {
+///     i if i == a => println!("one: {:?}", op.recv(&rx1)),
+///     i if i == b => assert_eq!(op.recv(&rx2), Ok("two")),
+///     _ => unreachable!(),
+/// }
+/// # drop(tx1);
+/// # });
+/// ```
+pub struct Select<'a> {
+    arms: Arms<'a>,
+    biased: bool,
+    plan: Plan,
+}
+
+impl<'a> Select<'a> {
+    /// The index [`Selected::index`] has when a timeout fired.
+    pub const TIMEOUT: usize = usize::MAX;
+
+    /// A fair choice: among the arms ready at once, each is equally likely to fire.
+    ///
+    /// ```
+    /// let sel = csp::Select::new();
+    /// # drop(sel);
+    /// ```
+    pub fn new() -> Select<'a> {
+        Select {
+            arms: Arms::default(),
+            biased: false,
+            plan: Plan::default(),
+        }
+    }
+
+    /// A biased choice: the first ready arm in the order they were added fires, as
+    /// `prialt!`.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (tx, rx) = csp::bounded::<u8>(2);
+    /// tx.try_send(1).unwrap();
+    /// let mut sel = csp::Select::new_biased();
+    /// let first = sel.recv(&rx);
+    /// let _second = sel.send(&tx, 2);
+    /// assert_eq!(sel.select().await.index(), first); // both ready: the first wins
+    /// # });
+    /// ```
+    pub fn new_biased() -> Select<'a> {
+        Select {
+            biased: true,
+            ..Select::new()
+        }
+    }
+
+    /// Adds a receive arm; returns its index.
+    ///
+    /// ```
+    /// let (_tx, rx) = csp::channel::<u8>();
+    /// let mut sel = csp::Select::new();
+    /// assert_eq!(sel.recv(&rx), 0);
+    /// ```
+    pub fn recv<T: Send>(&mut self, rx: &'a Receiver<T>) -> usize {
+        self.push(Box::pin(RecvOp::new(rx.chan())))
+    }
+
+    /// Adds a send arm carrying `value`; returns its index.
+    ///
+    /// ```
+    /// let (tx, _rx) = csp::channel::<u8>();
+    /// let mut sel = csp::Select::new();
+    /// assert_eq!(sel.send(&tx, 7), 0);
+    /// ```
+    pub fn send<T: Send>(&mut self, tx: &'a Sender<T>, value: T) -> usize {
+        self.push(Box::pin(SendOp::new(tx.chan(), value)))
+    }
+
+    fn push(&mut self, arm: Arm<'a>) -> usize {
+        self.arms.0.push(Some(arm));
+        self.arms.0.len() - 1
+    }
+
+    /// Removes arm `i` (dropping a send arm's unsent value); its index is not reused.
+    ///
+    /// # Panics
+    /// If there is no arm `i`.
+    ///
+    /// ```
+    /// let (tx, _rx) = csp::channel::<u8>();
+    /// let mut sel = csp::Select::new();
+    /// let i = sel.send(&tx, 1);
+    /// sel.remove(i);
+    /// assert!(sel.try_select().is_none());
+    /// ```
+    pub fn remove(&mut self, i: usize) {
+        let arm = self
+            .arms
+            .0
+            .get_mut(i)
+            .unwrap_or_else(|| panic!("csp: Select::remove({i}): there is no arm {i}"));
+        *arm = None;
+    }
+
+    /// A deadline for each [`select`](Self::select), measured from its start; when it
+    /// passes first, the selected index is [`Select::TIMEOUT`].
+    ///
+    /// # Panics
+    /// Always, in this version: csp has no timers yet. Until they arrive, race the
+    /// `select()` future against another executor's timer instead.
+    ///
+    /// ```should_panic
+    /// let mut sel = csp::Select::new();
+    /// sel.timeout(std::time::Duration::from_millis(5));
+    /// ```
+    pub fn timeout(&mut self, d: Duration) {
+        panic!(
+            "csp: Select::timeout({d:?}) needs csp's timers, which this version does not \
+             have yet; race select() against another executor's timer instead"
+        );
+    }
+
+    /// Fires an arm that is ready now, without waiting; `None` if none is.
+    ///
+    /// ```
+    /// let (tx, rx) = csp::bounded::<u8>(1);
+    /// let mut sel = csp::Select::new();
+    /// let i = sel.recv(&rx);
+    /// assert!(sel.try_select().is_none());
+    /// tx.try_send(4).unwrap();
+    /// let op = sel.try_select().unwrap();
+    /// assert_eq!((op.index(), op.recv(&rx)), (i, Ok(4)));
+    /// ```
+    pub fn try_select(&mut self) -> Option<Selected<'_, 'a>> {
+        if !self.plan.prepare(&self.arms, self.biased) {
+            return None;
+        }
+        let fired = Choice::new().try_now(&self.arms, &self.plan)?;
+        Some(Selected::new(self, fired))
+    }
+
+    /// Waits until one arm fires.
+    ///
+    /// # Panics
+    /// When polled with no arm at all (every arm removed or spent): it could never
+    /// complete.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (tx, rx) = csp::channel::<u8>();
+    /// csp::spawn(async move { tx.send(9).await });
+    /// let mut sel = csp::Select::new();
+    /// let i = sel.recv(&rx);
+    /// let op = sel.select().await;
+    /// assert_eq!(op.index(), i);
+    /// assert_eq!(op.recv(&rx), Ok(9));
+    /// # });
+    /// ```
+    pub fn select(&mut self) -> SelectFuture<'_, 'a> {
+        SelectFuture {
+            select: Some(self),
+            choice: Choice::new(),
+            _pinned: PhantomPinned,
+        }
+    }
+}
+
+impl Default for Select<'_> {
+    fn default() -> Self {
+        Select::new()
+    }
+}
+
+impl std::fmt::Debug for Select<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Select")
+            .field("arms", &self.arms.0.iter().filter(|a| a.is_some()).count())
+            .field("biased", &self.biased)
+            .finish()
+    }
+}
+
+/// The future of [`Select::select`].
+#[must_use = "futures do nothing unless polled"]
+pub struct SelectFuture<'s, 'a> {
+    /// `None` once it completed.
+    select: Option<&'s mut Select<'a>>,
+    choice: Choice,
+    /// The arms' entries point at `choice` while it waits.
+    _pinned: PhantomPinned,
+}
+
+impl<'s, 'a> Future for SelectFuture<'s, 'a> {
+    type Output = Selected<'s, 'a>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected<'s, 'a>> {
+        // SAFETY: nothing is moved out of the pinned future: `choice` stays in place,
+        // and `select` is a reference, taken only when the choice is done.
+        let this = unsafe { self.get_unchecked_mut() };
+        let select = this
+            .select
+            .as_mut()
+            .expect("csp: a SelectFuture was polled after it completed");
+        if !this.choice.is_waiting() && !select.plan.prepare(&select.arms, select.biased) {
+            panic!(
+                "csp: Select::select() with no arm to wait on (every arm was removed or \
+                 spent); it could never complete"
+            );
+        }
+        // SAFETY: `this` is pinned, and the plan and arms stay unchanged (borrowed
+        // mutably by this future) until the choice completes or is cancelled on drop.
+        let fired = std::task::ready!(unsafe { this.choice.poll(&select.arms, &select.plan, cx) });
+        let select = this.select.take().expect("checked above");
+        Poll::Ready(Selected::new(select, fired))
+    }
+}
+
+impl Drop for SelectFuture<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(select) = self.select.as_mut() {
+            if let Some(fired) = self.choice.cancel(&select.arms, &select.plan) {
+                // Its outcome was given back (`abandon`); a fired send is spent.
+                select.arms.spend(fired);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for SelectFuture<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelectFuture")
+            .field("waiting", &self.choice.is_waiting())
+            .finish()
+    }
+}
+
+/// The arm a [`Select`] fired; read its outcome with [`recv`](Self::recv) or
+/// [`send`](Self::send), passing the same channel end the arm was made with. Dropped
+/// unread, a received value is dropped.
+pub struct Selected<'s, 'a> {
+    select: &'s mut Select<'a>,
+    index: usize,
+    read: bool,
+}
+
+impl<'s, 'a> Selected<'s, 'a> {
+    fn new(select: &'s mut Select<'a>, index: usize) -> Self {
+        Selected {
+            select,
+            index,
+            read: false,
+        }
+    }
+
+    /// The index of the fired arm (as returned by `Select::recv`/`send`).
+    ///
+    /// ```
+    /// let (tx, rx) = csp::bounded::<u8>(1);
+    /// tx.try_send(1).unwrap();
+    /// let mut sel = csp::Select::new();
+    /// let i = sel.recv(&rx);
+    /// assert_eq!(sel.try_select().unwrap().index(), i);
+    /// ```
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The outcome of the fired receive arm on `rx`'s channel.
+    ///
+    /// # Panics
+    /// If the fired arm is not a receive on `rx`'s channel.
+    ///
+    /// ```
+    /// let (tx, rx) = csp::bounded::<u8>(1);
+    /// tx.try_send(5).unwrap();
+    /// let mut sel = csp::Select::new();
+    /// sel.recv(&rx);
+    /// assert_eq!(sel.try_select().unwrap().recv(&rx), Ok(5));
+    /// ```
+    pub fn recv<T>(mut self, rx: &Receiver<T>) -> Result<T, RecvError> {
+        let channel = std::ptr::from_ref(rx.chan()).cast();
+        let arm = self
+            .select
+            .arms
+            .fired(self.index, Kind::Recv, channel, "recv");
+        // SAFETY: a receive arm on this `Chan<T>` was made by `Select::recv::<T>` as a
+        // `RecvOp<T, &Chan<T>>` (the channel's address fixes its `T`).
+        let op = unsafe { &*std::ptr::from_ref(arm).cast::<RecvOp<T, &Chan<T>>>() };
+        self.read = true;
+        op.take_result()
+            .expect("csp: a fired receive arm has an outcome")
+    }
+
+    /// The outcome of the fired send arm on `tx`'s channel (the arm is spent).
+    ///
+    /// # Panics
+    /// If the fired arm is not a send on `tx`'s channel.
+    ///
+    /// ```
+    /// let (tx, rx) = csp::bounded::<u8>(1);
+    /// let mut sel = csp::Select::new();
+    /// sel.send(&tx, 3);
+    /// assert_eq!(sel.try_select().unwrap().send(&tx), Ok(()));
+    /// assert_eq!(rx.try_recv(), Ok(3));
+    /// ```
+    pub fn send<T>(mut self, tx: &Sender<T>) -> Result<(), SendError<T>> {
+        let channel = std::ptr::from_ref(tx.chan()).cast();
+        let arm = self
+            .select
+            .arms
+            .fired(self.index, Kind::Send, channel, "send");
+        // SAFETY: a send arm on this `Chan<T>` was made by `Select::send::<T>` as a
+        // `SendOp<T>` (the channel's address fixes its `T`).
+        let op = unsafe { &*std::ptr::from_ref(arm).cast::<SendOp<'_, T>>() };
+        let outcome = op
+            .take_result()
+            .expect("csp: a fired send arm has an outcome");
+        self.read = true;
+        outcome
+    }
+}
+
+impl Drop for Selected<'_, '_> {
+    fn drop(&mut self) {
+        if !self.read {
+            // Unread: a received value is dropped (it was received), a sent one is
+            // delivered already.
+            if let Some(arm) = self.select.arms.0[self.index].as_ref() {
+                arm.discard();
+            }
+        }
+        self.select.arms.spend(self.index);
+    }
+}
+
+impl std::fmt::Debug for Selected<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Selected")
+            .field("index", &self.index)
+            .finish()
+    }
+}
