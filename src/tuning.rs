@@ -27,6 +27,10 @@ pub(crate) const SEARCH_ROUNDS: u32 = 16;
 /// Search rounds separated by a CPU spin hint rather than an OS yield (seed 002).
 pub(crate) const TIGHT_SPIN_ROUNDS: u32 = 4;
 
+/// Rounds a contended channel lock spins, each twice as long as the one before, before
+/// it yields its thread between tries; crossbeam's `Backoff` uses the same 2^6 limit.
+pub(crate) const CHANNEL_LOCK_SPIN_ROUNDS: u32 = 6;
+
 /// Registry shards per worker thread: enough that processes completing on different
 /// workers rarely meet on one shard lock (tokio shards its task list the same way).
 pub(crate) const REGISTRY_SHARDS_PER_WORKER: usize = 4;

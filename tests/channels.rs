@@ -2659,3 +2659,37 @@ fn a_channel_between_two_csp_runtimes() {
         }
     });
 }
+
+/// A process polled again while still blocked (here by `join!`, once its first recv
+/// completed) still reports what it waits on.
+#[test]
+fn waiting_on_survives_a_poll_that_leaves_the_process_blocked() {
+    bounded(20, || {
+        let rt = runtime(2, "repoll");
+        let (tx1, rx1) = csp::channel::<u8>();
+        let (tx2, rx2) = csp::channel::<u8>();
+        let second = channel_id(&rx2);
+        let handle = rt.spawn(async move {
+            let (a, b) = futures::join!(rx1.recv(), rx2.recv());
+            (a.unwrap(), b.unwrap())
+        });
+        let id = handle.id();
+        let waits_on = |expected: &str| {
+            rt.processes()
+                .iter()
+                .any(|p| p.id == id && p.waiting_on.as_deref() == Some(expected))
+        };
+        wait_until(10, "the process blocks on both channels", || {
+            rt.processes()
+                .iter()
+                .any(|p| p.id == id && p.state == ProcessState::Sleeping && p.waiting_on.is_some())
+        });
+        tx1.send_blocking(1).unwrap();
+        let expected = format!("recv on channel #{second}");
+        wait_until(10, "the re-polled process still reports its wait", || {
+            waits_on(&expected)
+        });
+        tx2.send_blocking(2).unwrap();
+        assert_eq!(rt.block_on(handle).unwrap(), (1, 2));
+    });
+}

@@ -1395,20 +1395,28 @@ fn spawn_racing_runtime_drop() {
         for round in 0..20 {
             let rt = runtime(2, "spawn-race");
             let stop = Arc::new(AtomicBool::new(false));
+            let started = Arc::new(AtomicUsize::new(0));
             let spawners: Vec<_> = (0..2)
                 .map(|_| {
-                    let (handle, stop) = (rt.handle(), stop.clone());
+                    let (handle, stop, started) = (rt.handle(), stop.clone(), started.clone());
                     thread::spawn(move || {
                         let mut spawned = Vec::new();
                         while !stop.load(Ordering::SeqCst) {
                             let (fut, _, drops) = counted(async { csp::yield_now().await });
                             spawned.push((handle.spawn(fut), drops));
+                            if spawned.len() == 1 {
+                                started.fetch_add(1, Ordering::SeqCst);
+                            }
                         }
                         spawned
                     })
                 })
                 .collect();
-            thread::sleep(Duration::from_millis(5 + round));
+            // Both spawners are spawning before the drop races them.
+            wait_until(10, "both spawners started", || {
+                started.load(Ordering::SeqCst) == 2
+            });
+            thread::sleep(Duration::from_millis(1 + round));
             drop(rt);
             stop.store(true, Ordering::SeqCst);
             let mut total = 0;
@@ -2173,5 +2181,33 @@ fn yield_now_reschedules_exactly_once() {
         });
         rt.block_on(rt.spawn(fut)).unwrap();
         assert_eq!(polls.get(), 11);
+    });
+}
+
+/// A wake from outside the runtime (a plain thread's `send_blocking` completing a
+/// process's recv) racing the runtime's drop: the waking thread must not touch the
+/// runtime after handing over the process (under valgrind this would report a read of
+/// freed memory).
+#[test]
+fn a_remote_wake_racing_the_runtime_drop() {
+    bounded(60, || {
+        for _ in 0..200 {
+            let rt = runtime(1, "wake-vs-drop");
+            let (tx, rx) = csp::channel::<u32>();
+            let handle = rt.spawn(async move {
+                let _ = rx.recv().await;
+            });
+            wait_until(10, "the process sleeps on its recv", || {
+                rt.processes()
+                    .iter()
+                    .any(|p| p.state == csp::ProcessState::Sleeping)
+            });
+            let sender = std::thread::spawn(move || {
+                let _ = tx.send_blocking(1);
+            });
+            drop(rt);
+            sender.join().unwrap();
+            drop(handle);
+        }
     });
 }

@@ -110,6 +110,20 @@ impl Plan {
     }
 }
 
+/// Records, for dumps, that the process polling (if it is one) waits on this choice.
+fn record_wait(cx: &Context<'_>, plan: &Plan) {
+    if let Some(process) = process_of(cx.waker()) {
+        let wait = WaitOn::Alt {
+            channels: plan.channels() as u64,
+        };
+        // Relaxed: read only by dumps.
+        process
+            .header()
+            .wait
+            .store(wait.encode(), Ordering::Relaxed);
+    }
+}
+
 /// The state of one choice in progress; must stay pinned while it waits (the arms'
 /// entries point at its flag).
 #[derive(Debug)]
@@ -158,6 +172,8 @@ impl Choice {
             return self.start(arms, plan, cx);
         }
         if self.claim.seen() == Seen::Pending {
+            // Polled again while still waiting: record the wait again for dumps.
+            record_wait(cx, plan);
             let fresh = Owner::from_waker(cx.waker());
             plan.lock(arms);
             if self.claim.seen() == Seen::Pending {
@@ -186,16 +202,7 @@ impl Choice {
             drop(owner);
             return Poll::Ready(fired);
         }
-        if let Some(process) = process_of(cx.waker()) {
-            let wait = WaitOn::Alt {
-                channels: plan.channels() as u64,
-            };
-            // Relaxed: read only by dumps.
-            process
-                .header()
-                .wait
-                .store(wait.encode(), Ordering::Relaxed);
-        }
+        record_wait(cx, plan);
         self.claim.begin_wait(owner);
         let claim = NonNull::from(&self.claim);
         for &i in &plan.order {

@@ -16,6 +16,7 @@
 //! become `BUSY` meanwhile, and `BUSY` is only ever seen by the owner's lock-free check
 //! (the fast path of a poll after a wake), which then takes the lock and waits for it.
 
+use std::marker::PhantomPinned;
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
@@ -106,6 +107,10 @@ pub(crate) struct Claim {
     /// Written by the owner while `IDLE` (or `WAITING` under all its locks); taken by
     /// the claimer that moved the flag to `BUSY`.
     owner: UnsafeCell<Option<Owner>>,
+    /// Claimers reach the flag through raw pointers from other threads while its owner
+    /// holds it: `!Unpin`, so the owner's `&mut` to its choice asserts no uniqueness
+    /// over it.
+    _pinned: PhantomPinned,
 }
 
 // SAFETY: `owner` is accessed by one party at a time, as the flag's protocol (module docs)
@@ -119,6 +124,7 @@ impl Claim {
         Claim {
             state: AtomicUsize::new(IDLE),
             owner: UnsafeCell::new(None),
+            _pinned: PhantomPinned,
         }
     }
 

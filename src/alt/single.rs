@@ -13,8 +13,8 @@ use pin_project_lite::pin_project;
 use crate::alt::claim::{Claim, Owner, Seen, Wakes};
 use crate::alt::operation::Operation;
 use crate::loom::sync::atomic::Ordering;
-use crate::task::TaskRef;
 use crate::task::waker::process_of;
+use crate::task::{RawTask, TaskRef};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -29,6 +29,7 @@ enum Stage {
 pin_project! {
     /// One operation and its claim flag, pinned together.
     pub(crate) struct Single<O: Operation> {
+        #[pin]
         claim: Claim,
         #[pin]
         op: O,
@@ -39,13 +40,14 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             let op = this.op.as_ref().get_ref();
+            let claim = this.claim.into_ref().get_ref();
             match *this.stage {
                 Stage::Start => {}
                 Stage::Done => op.abandon(),
                 Stage::Waiting => {
-                    if this.claim.seen() == Seen::Pending {
+                    if claim.seen() == Seen::Pending {
                         op.lock();
-                        match this.claim.cancel() {
+                        match claim.cancel() {
                             Ok(owner) => {
                                 // SAFETY: the lock is held; the entry is unlinked before
                                 // the op's memory goes.
@@ -68,6 +70,13 @@ pin_project! {
             }
         }
     }
+}
+
+/// Records, for dumps, what `process` now waits on.
+fn record_wait(process: RawTask, op: &dyn Operation) {
+    // Relaxed: read only by dumps.
+    let wait = op.describe().encode();
+    process.header().wait.store(wait, Ordering::Relaxed);
 }
 
 impl<O: Operation> Single<O> {
@@ -98,7 +107,7 @@ impl<O: Operation> Single<O> {
     pub(crate) fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.project();
         let op = this.op.as_ref().get_ref();
-        let claim: &Claim = this.claim;
+        let claim = this.claim.into_ref().get_ref();
         match *this.stage {
             Stage::Start => {
                 op.lock();
@@ -113,9 +122,7 @@ impl<O: Operation> Single<O> {
                 }
                 let owner = match process_of(cx.waker()) {
                     Some(process) => {
-                        // Relaxed: read only by dumps.
-                        let wait = op.describe().encode();
-                        process.header().wait.store(wait, Ordering::Relaxed);
+                        record_wait(process, op);
                         Owner::Process(TaskRef::new(process))
                     }
                     None => {
@@ -150,6 +157,11 @@ impl<O: Operation> Single<O> {
             }
             Stage::Waiting => {
                 if claim.seen() == Seen::Pending {
+                    // Polled again while still waiting: the dump must still say on what
+                    // (each poll of a process starts with a blank wait word).
+                    if let Some(process) = process_of(cx.waker()) {
+                        record_wait(process, op);
+                    }
                     let fresh = Owner::from_waker(cx.waker());
                     op.lock();
                     if claim.seen() == Seen::Pending {

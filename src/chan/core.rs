@@ -409,10 +409,12 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn sender_count(&self) -> usize {
+        // Relaxed: a snapshot for the caller, ordering nothing else.
         self.senders.load(Ordering::Relaxed)
     }
 
     pub(crate) fn receiver_count(&self) -> usize {
+        // Relaxed: as in `sender_count`.
         self.receivers.load(Ordering::Relaxed)
     }
 }

@@ -5,10 +5,7 @@
 
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::loom::{spin_loop, thread};
-
-/// Spins (with exponential backoff) this many rounds before yielding the thread between
-/// tries; crossbeam's `Backoff` uses the same 2^6 spin limit.
-const SPIN_ROUNDS: u32 = 6;
+use crate::tuning::CHANNEL_LOCK_SPIN_ROUNDS;
 
 pub(crate) struct RawLock {
     locked: AtomicBool,
@@ -40,7 +37,7 @@ impl RawLock {
         loop {
             // Relaxed: only a hint of when to try the acquiring exchange again.
             while self.locked.load(Ordering::Relaxed) {
-                if round < SPIN_ROUNDS {
+                if round < CHANNEL_LOCK_SPIN_ROUNDS {
                     for _ in 0..1 << round {
                         spin_loop();
                     }

@@ -57,6 +57,9 @@ struct PoolState {
     threads: usize,
     /// Threads waiting for work that no submitted entry has claimed yet.
     idle: usize,
+    /// Entries sent while every thread was busy and the pool at its size limit: the
+    /// next threads to finish take them instead of counting as idle.
+    queued: usize,
     shutdown: bool,
     spawned: usize,
 }
@@ -70,6 +73,7 @@ impl BlockingPool {
             state: Mutex::new(PoolState {
                 threads: 0,
                 idle: 0,
+                queued: 0,
                 shutdown: false,
                 spawned: 0,
             }),
@@ -80,26 +84,30 @@ impl BlockingPool {
 
     /// Hands a blocking task's entry to an idle thread, or to a new one.
     pub(crate) fn submit(&self, entry: Notified, handle: &Handle) {
-        let spawn_index = {
-            let mut state = self.state.lock();
-            if state.shutdown {
-                // Shutdown cancels the task through the registry; the entry is stale.
-                return;
-            }
-            if state.idle > 0 {
-                state.idle -= 1;
-                None
-            } else if state.threads < BLOCKING_MAX_THREADS {
-                state.threads += 1;
-                state.spawned += 1;
-                Some(state.spawned)
-            } else {
-                None
-            }
+        let mut state = self.state.lock();
+        if state.shutdown {
+            drop(state);
+            // Shutdown cancels the task through the registry; the entry is stale.
+            drop(entry);
+            return;
+        }
+        let spawn_index = if state.idle > 0 {
+            state.idle -= 1;
+            None
+        } else if state.threads < BLOCKING_MAX_THREADS {
+            state.threads += 1;
+            state.spawned += 1;
+            Some(state.spawned)
+        } else {
+            state.queued += 1;
+            None
         };
+        // Sent under the lock (an unbounded send never blocks), so that `shutdown`,
+        // which drains the channel under this lock, cannot miss it.
         self.sender
             .send(Some(entry))
             .expect("csp: the blocking pool's channel closed while its runtime lives");
+        drop(state);
         if let Some(index) = spawn_index {
             let handle = handle.clone();
             let spawned = thread::Builder::new()
@@ -118,7 +126,13 @@ impl BlockingPool {
             match self.receiver.recv_timeout(BLOCKING_KEEP_ALIVE) {
                 Ok(Some(entry)) => {
                     entry.run();
-                    self.state.lock().idle += 1;
+                    let mut state = self.state.lock();
+                    if state.queued > 0 {
+                        // An entry sent with no thread to take it is waiting: this one will.
+                        state.queued -= 1;
+                    } else {
+                        state.idle += 1;
+                    }
                 }
                 Ok(None) | Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {
@@ -147,14 +161,14 @@ impl BlockingPool {
     /// Stops taking work, drops entries not yet picked up (their tasks are cancelled
     /// through the registry) and tells every thread to exit when it is free.
     pub(crate) fn shutdown(&self) {
-        let threads = {
+        let (threads, stale) = {
             let mut state = self.state.lock();
             state.shutdown = true;
-            state.threads
+            // Under the lock: every submitted entry is in the channel by now.
+            let stale: Vec<_> = self.receiver.try_iter().collect();
+            (state.threads, stale)
         };
-        while let Ok(message) = self.receiver.try_recv() {
-            drop(message);
-        }
+        drop(stale);
         for _ in 0..threads {
             let _ = self.sender.send(None);
         }

@@ -92,14 +92,14 @@ impl Idle {
     }
 
     /// The caller's listener is registered: it stops searching (if it was) and fences
-    /// before its last look at the queues.
-    pub(crate) fn registered(&self, was_searching: bool) {
-        if was_searching {
-            // Whether it was the last searcher does not matter: it looks once more next.
-            let _ = self.stop_searching();
-        }
+    /// before its last look at the queues. True if it was the last searcher: work that
+    /// its last look finds may have woken nobody, and the caller must pass the word on.
+    #[must_use]
+    pub(crate) fn registered(&self, was_searching: bool) -> bool {
+        let was_last = was_searching && self.stop_searching();
         // SeqCst: the caller's last look at the queues comes after this fence.
         fence(Ordering::SeqCst);
+        was_last
     }
 
     /// The caller is awake again (or never slept).

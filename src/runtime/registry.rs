@@ -10,9 +10,10 @@ use std::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
+use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Mutex;
 use crate::task::RawTask;
-use crate::task::header::Header;
+use crate::task::header::{Header, Links};
 use crate::tuning::REGISTRY_SHARDS_PER_WORKER;
 
 pub(crate) struct Registry {
@@ -33,24 +34,25 @@ struct Shard {
 unsafe impl Send for Shard {}
 
 impl Shard {
-    fn links_of(
-        ptr: NonNull<Header>,
-    ) -> &'static crate::loom::cell::UnsafeCell<crate::task::header::Links> {
-        // SAFETY: only called on linked processes, which the shard keeps alive, and the
-        // returned reference is used only while the shard lock is held.
+    /// The links of a process in this shard; borrowed from the shard (its lock guard),
+    /// so they are only used under the lock.
+    fn links_of(&self, ptr: NonNull<Header>) -> &UnsafeCell<Links> {
+        // SAFETY: only called on processes linked here (or being linked), which the
+        // shard keeps alive while its lock is held.
         unsafe { Header::links(ptr) }
     }
 
     fn push_front(&mut self, ptr: NonNull<Header>) {
         let old_head = self.head;
         // SAFETY: the shard lock is held (links are only touched under it).
-        Self::links_of(ptr).with_mut(|links| unsafe {
+        self.links_of(ptr).with_mut(|links| unsafe {
             (*links).prev = None;
             (*links).next = old_head;
         });
         if let Some(old) = old_head {
             // SAFETY: as above.
-            Self::links_of(old).with_mut(|links| unsafe { (*links).prev = Some(ptr) });
+            self.links_of(old)
+                .with_mut(|links| unsafe { (*links).prev = Some(ptr) });
         }
         self.head = Some(ptr);
     }
@@ -58,22 +60,26 @@ impl Shard {
     /// Unlinks `ptr` if it is linked here; false if it is not.
     fn unlink(&mut self, ptr: NonNull<Header>) -> bool {
         // SAFETY: the shard lock is held.
-        let (prev, next) =
-            Self::links_of(ptr).with(|links| unsafe { ((*links).prev, (*links).next) });
+        let (prev, next) = self
+            .links_of(ptr)
+            .with(|links| unsafe { ((*links).prev, (*links).next) });
         if prev.is_none() && self.head != Some(ptr) {
             return false;
         }
         match prev {
             // SAFETY: the shard lock is held; `p` is linked, so live.
-            Some(p) => Self::links_of(p).with_mut(|links| unsafe { (*links).next = next }),
+            Some(p) => self
+                .links_of(p)
+                .with_mut(|links| unsafe { (*links).next = next }),
             None => self.head = next,
         }
         if let Some(n) = next {
             // SAFETY: as above.
-            Self::links_of(n).with_mut(|links| unsafe { (*links).prev = prev });
+            self.links_of(n)
+                .with_mut(|links| unsafe { (*links).prev = prev });
         }
         // SAFETY: as above.
-        Self::links_of(ptr).with_mut(|links| unsafe {
+        self.links_of(ptr).with_mut(|links| unsafe {
             (*links).prev = None;
             (*links).next = None;
         });
@@ -174,7 +180,7 @@ impl Registry {
                 // SAFETY: linked, so live while the lock is held.
                 f(unsafe { RawTask::from_raw(ptr) });
                 // SAFETY: the shard lock is held.
-                cursor = Shard::links_of(ptr).with(|links| unsafe { (*links).next });
+                cursor = shard.links_of(ptr).with(|links| unsafe { (*links).next });
             }
         }
     }

@@ -100,17 +100,23 @@ impl Shared {
 
     /// Puts a process on a run queue: this worker's, if the caller is one of this
     /// runtime's workers, else the injector.
+    ///
+    /// Takes the `Arc`: once a remote entry is pushed, the caller may hold nothing that
+    /// keeps the runtime alive (a wake's reference became the entry's, which a shutdown
+    /// may drop at once), so the remote path holds its own reference while it finishes.
+    /// A worker's own `Local` keeps its runtime alive, so the local path takes none.
     #[inline]
-    pub(crate) fn schedule(&self, entry: Notified, how: Schedule) {
+    pub(crate) fn schedule(this: &Arc<Shared>, entry: Notified, how: Schedule) {
         let entry = context::with_worker(|local| match local {
-            Some(local) if local.belongs_to(self) => {
+            Some(local) if local.belongs_to(this) => {
                 local.schedule(entry, how);
                 None
             }
             _ => Some(entry),
         });
         if let Some(entry) = entry {
-            self.push_remote(entry);
+            let this = Arc::clone(this);
+            this.push_remote(entry);
         }
     }
 

@@ -193,7 +193,13 @@ impl Local {
                 .injector()
                 .steal_batch_and_pop(&self.queue, INJECTOR_BATCH)
             {
-                Steal::Success(entry) => return Some(entry),
+                Steal::Success(entry) => {
+                    if !self.queue.is_empty() {
+                        // A batch came with it: let a sleeping worker help.
+                        self.shared.idle().notify_work();
+                    }
+                    return Some(entry);
+                }
                 Steal::Empty => return None,
                 Steal::Retry => spin_loop(),
             }
@@ -253,10 +259,15 @@ impl Local {
         let idle = self.shared.idle();
         idle.begin_park();
         listener!(idle.event() => listener);
-        idle.registered(self.searching.replace(false));
+        let was_last_searcher = idle.registered(self.searching.replace(false));
         // The last look (idle.rs): work that arrived on our way to sleep.
         if self.shared.has_work() || self.shared.is_shutdown() {
             idle.finish_park();
+            if was_last_searcher {
+                // That work saw a searcher and woke nobody: this worker takes some, a
+                // sleeper may take the rest.
+                idle.notify_work();
+            }
             return;
         }
         bump(&self.counters().parks);

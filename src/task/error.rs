@@ -73,6 +73,14 @@ impl JoinError {
     }
 
     /// The id of the process (as in `ProcessInfo::id` and `JoinHandle::id`).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let handle = csp::spawn(async { panic!() });
+    /// let id = handle.id();
+    /// assert_eq!(handle.await.unwrap_err().id(), id);
+    /// # });
+    /// ```
     pub fn id(&self) -> u64 {
         self.id
     }

@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use crate::loom::sync::atomic::Ordering;
-use crate::runtime::Schedule;
+use crate::runtime::{Schedule, Shared};
 use crate::task::JoinError;
 use crate::task::WaitOn;
 use crate::task::cell::{Cell, Stage};
@@ -71,7 +71,7 @@ impl<F: Future> Harness<F> {
                     ToIdle::Requeue => {
                         // SAFETY: the entry's reference is kept for the re-queued entry.
                         let entry = unsafe { Notified::from_raw(self.raw()) };
-                        self.cell().header.shared.schedule(entry, Schedule::Yield);
+                        Shared::schedule(&self.cell().header.shared, entry, Schedule::Yield);
                         return;
                     }
                     // SAFETY: `Cancel` leaves this worker the owner of the future.

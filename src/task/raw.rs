@@ -5,7 +5,7 @@ use std::future::Future;
 use std::ptr::NonNull;
 use std::task::Waker;
 
-use crate::runtime::Schedule;
+use crate::runtime::{Schedule, Shared};
 use crate::task::harness;
 use crate::task::header::Header;
 use crate::task::state::{Notify, NotifyByVal, State};
@@ -129,7 +129,7 @@ impl RawTask {
     pub(crate) unsafe fn submit(self) {
         // SAFETY: per the caller.
         let entry = unsafe { Notified::from_raw(self) };
-        self.header().shared.schedule(entry, Schedule::Wake);
+        Shared::schedule(&self.header().shared, entry, Schedule::Wake);
     }
 
     /// Runtime shutdown of one process whose registry reference the caller holds.

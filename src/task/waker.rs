@@ -36,22 +36,30 @@ unsafe fn raw_task(data: *const ()) -> RawTask {
     unsafe { RawTask::from_raw(NonNull::new_unchecked(data.cast_mut().cast())) }
 }
 
+/// # Safety
+/// `data` is the header pointer of a live csp waker (the `RawWakerVTable` contract).
 unsafe fn clone_waker(data: *const ()) -> RawWaker {
     // SAFETY: called on a live csp waker.
     unsafe { raw_task(data) }.ref_inc();
     RawWaker::new(data, &WAKER_VTABLE)
 }
 
+/// # Safety
+/// `data` is the header pointer of a live csp waker, whose reference this consumes.
 unsafe fn wake_by_val(data: *const ()) {
     // SAFETY: called on a live csp waker, whose reference this call consumes.
     unsafe { raw_task(data) }.wake_by_val()
 }
 
+/// # Safety
+/// `data` is the header pointer of a live csp waker.
 unsafe fn wake_by_ref(data: *const ()) {
     // SAFETY: called on a live csp waker.
     unsafe { raw_task(data) }.wake_by_ref()
 }
 
+/// # Safety
+/// `data` is the header pointer of a live csp waker, whose reference this releases.
 unsafe fn drop_waker(data: *const ()) {
     // SAFETY: called on a live csp waker, whose reference is released here.
     unsafe { raw_task(data).drop_reference() }
