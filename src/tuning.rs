@@ -31,6 +31,10 @@ pub(crate) const TIGHT_SPIN_ROUNDS: u32 = 4;
 /// it yields its thread between tries; crossbeam's `Backoff` uses the same 2^6 limit.
 pub(crate) const CHANNEL_LOCK_SPIN_ROUNDS: u32 = 6;
 
+/// Arms a choice plans for without allocating; choices written by hand rarely have
+/// more, and a larger one allocates its plan once (a `Select` reuses it).
+pub(crate) const INLINE_ARMS: usize = 16;
+
 /// Registry shards per worker thread: enough that processes completing on different
 /// workers rarely meet on one shard lock (tokio shards its task list the same way).
 pub(crate) const REGISTRY_SHARDS_PER_WORKER: usize = 4;

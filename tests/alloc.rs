@@ -104,6 +104,21 @@ fn bounded_boxed_messages_are_counted() {
     }
 }
 
+#[test]
+fn alt_over_two_channels_allocates_nothing_one_worker() {
+    run("alt", 1, alt_consumer::<u64>).assert_none_per_message();
+}
+
+#[test]
+fn alt_over_two_channels_allocates_nothing_two_workers() {
+    run("alt", 2, alt_consumer::<u64>).assert_none_per_message();
+}
+
+#[test]
+fn alt_boxed_messages_are_counted() {
+    run("alt", 2, alt_consumer::<Box<u64>>).assert_at_least(MESSAGES as usize - 2 * CAPACITY);
+}
+
 /// A message: `u64` itself, or a boxed one for the controls.
 trait Message: Send + 'static {
     fn new(n: u64) -> Self;
@@ -197,6 +212,52 @@ async fn bounded_producer_consumer<M: Message>() -> Tally {
     });
     let tally = consumer.await.expect("the consumer failed");
     producer.await.expect("the producer failed");
+    tally
+}
+
+/// Two producers each fill a `bounded(CAPACITY)` channel; a consumer receives from both
+/// with an `alt!` of two fixed arms, `WARM_UP + MESSAGES + TAIL` times; returns the
+/// allocations counted during the `MESSAGES` alts after the warm-up.
+async fn alt_consumer<M: Message>() -> Tally {
+    let (a_tx, a_rx) = csp::bounded::<M>(CAPACITY);
+    let (b_tx, b_rx) = csp::bounded::<M>(CAPACITY);
+    let total = WARM_UP + MESSAGES + TAIL;
+    let producers = [a_tx, b_tx].map(|tx| {
+        spawn_counted(async move {
+            // Each producer sends at least its share; the rest fail once the consumer
+            // is done and drops the receivers.
+            for n in 0..total {
+                if tx.send(M::new(n)).await.is_err() {
+                    break;
+                }
+            }
+        })
+    });
+    let consumer = spawn_counted(async move {
+        let receive = async || {
+            let message = csp::alt! {
+                recv(a_rx) -> m => m,
+                recv(b_rx) -> m => m,
+            };
+            assert!(message.expect("a producer left early").get() < total);
+        };
+        for _ in 0..WARM_UP {
+            receive().await;
+        }
+        let window = Window::open();
+        for _ in 0..MESSAGES {
+            receive().await;
+        }
+        let tally = window.close();
+        for _ in 0..TAIL {
+            receive().await;
+        }
+        tally
+    });
+    let tally = consumer.await.expect("the consumer failed");
+    for producer in producers {
+        producer.await.expect("a producer failed");
+    }
     tally
 }
 

@@ -363,3 +363,63 @@ fn channel_bounds() {
     assert_eq!(rx.try_recv(), Ok(1));
     assert_eq!(csp::SendError(3u8).into_inner(), 3);
 }
+
+// ---- alt! / prialt! / Select (API.md "alt! / prialt! — CSP choice") ----
+
+/// Each documented arm form of `alt!` and `prialt!` (`after`, `recv_any` and `send_any`
+/// are not in this version: a compile error says so, see tests/ui).
+#[allow(dead_code)]
+async fn alt_forms(rx: csp::Receiver<u8>, tx: csp::Sender<u8>) -> u8 {
+    let ready = true;
+    let a: u8 = csp::alt! {
+        recv(rx) -> msg => msg.unwrap_or(0),
+        recv(&rx) -> msg if ready => { msg.unwrap_or(1) }
+        send(tx, 1) -> res => { res.map(|()| 2).unwrap_or(3) }
+        closed(tx) => 4,
+        default => 5,
+    };
+    let b: u8 = csp::prialt! {
+        recv(rx) -> msg => msg.unwrap_or(6),
+    };
+    a + b
+}
+
+#[allow(dead_code)]
+fn select_signatures<'a: 's, 's>() {
+    use csp::{Receiver, RecvError, Select, SelectFuture, Selected, SendError, Sender};
+    use std::time::Duration;
+
+    let _: fn() -> Select<'a> = Select::new;
+    let _: fn() -> Select<'a> = Select::new_biased;
+    let _: fn(&mut Select<'a>, &'a Receiver<u8>) -> usize = Select::<'a>::recv::<u8>;
+    let _: fn(&mut Select<'a>, &'a Sender<u8>, u8) -> usize = Select::<'a>::send::<u8>;
+    let _: fn(&mut Select<'a>, Duration) = Select::<'a>::timeout;
+    let _: fn(&mut Select<'a>, usize) = Select::<'a>::remove;
+    let _: fn(&'s mut Select<'a>) -> Option<Selected<'s>> = Select::<'a>::try_select;
+    let _: fn(&'s mut Select<'a>) -> SelectFuture<'s, 'a> = Select::<'a>::select;
+    let _: fn(&Selected<'s>) -> usize = Selected::<'s>::index;
+    let _: fn(Selected<'s>, &Receiver<u8>) -> Result<u8, RecvError> = Selected::<'s>::recv::<u8>;
+    let _: fn(Selected<'s>, &Sender<u8>) -> Result<(), SendError<u8>> = Selected::<'s>::send::<u8>;
+}
+
+#[test]
+fn select_contract() {
+    use csp::{Select, SelectFuture, Selected};
+    use std::fmt::Debug;
+    fn send_debug<T: Send + Debug>() {}
+    send_debug::<Select<'static>>();
+    send_debug::<SelectFuture<'static, 'static>>();
+    fn debug<T: Debug>() {}
+    debug::<Selected<'static>>();
+    fn future<F: std::future::Future<Output = Selected<'static>>>() {}
+    future::<SelectFuture<'static, 'static>>();
+    assert_eq!(Select::TIMEOUT, usize::MAX);
+
+    let (tx, rx) = csp::bounded::<u8>(1);
+    tx.try_send(3).unwrap();
+    let mut sel = Select::new();
+    let i = sel.recv(&rx);
+    let op: Selected<'_> = sel.try_select().unwrap();
+    assert_eq!(op.index(), i);
+    assert_eq!(op.recv(&rx), Ok(3));
+}

@@ -20,6 +20,7 @@ use crate::alt::rng;
 use crate::loom::sync::atomic::Ordering;
 use crate::task::WaitOn;
 use crate::task::waker::process_of;
+use crate::tuning::INLINE_ARMS;
 
 /// The arms of a choice, by index.
 pub(crate) trait ArmSet {
@@ -30,36 +31,95 @@ pub(crate) trait ArmSet {
     fn arm(&self, i: usize) -> Option<&dyn Operation>;
 }
 
+/// A list of arm indices, kept inline up to [`INLINE_ARMS`] (so a choice of a fixed,
+/// small set of arms allocates nothing), on the heap beyond.
+#[derive(Debug)]
+struct Indices {
+    inline: [usize; INLINE_ARMS],
+    len: usize,
+    heap: Vec<usize>,
+}
+
+impl Default for Indices {
+    fn default() -> Self {
+        Indices {
+            inline: [0; INLINE_ARMS],
+            len: 0,
+            heap: Vec::new(),
+        }
+    }
+}
+
+impl Indices {
+    fn fill(&mut self, items: impl Iterator<Item = usize>) {
+        self.len = 0;
+        self.heap.clear();
+        for item in items {
+            if self.len < INLINE_ARMS {
+                self.inline[self.len] = item;
+                self.len += 1;
+            } else {
+                if self.heap.is_empty() {
+                    self.heap.extend_from_slice(&self.inline);
+                }
+                self.heap.push(item);
+            }
+        }
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        if self.heap.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [usize] {
+        if self.heap.is_empty() {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.heap
+        }
+    }
+}
+
 /// The order to try the arms in and to lock their channels in; its buffers are reused
 /// from one choice to the next.
 #[derive(Debug, Default)]
 pub(crate) struct Plan {
     /// Enabled arms, in the order they are tried.
-    order: Vec<usize>,
+    order: Indices,
     /// One arm per distinct channel, sorted by lock address.
-    locks: Vec<usize>,
+    locks: Indices,
 }
 
 impl Plan {
     /// Plans a choice over the enabled arms of `arms`; false if none is enabled.
     pub(crate) fn prepare(&mut self, arms: &dyn ArmSet, biased: bool) -> bool {
-        self.order.clear();
         self.order
-            .extend((0..arms.count()).filter(|&i| arms.arm(i).is_some()));
+            .fill((0..arms.count()).filter(|&i| arms.arm(i).is_some()));
         if !biased {
-            rng::shuffle(&mut self.order);
+            rng::shuffle(self.order.as_mut_slice());
         }
         let addr = |i: &usize| arms.arm(*i).map_or(0, |arm| arm.lock_addr());
-        self.locks.clear();
-        self.locks.extend_from_slice(&self.order);
-        self.locks.sort_unstable_by_key(addr);
-        self.locks.dedup_by_key(|i| addr(i));
-        !self.order.is_empty()
+        let mut by_addr = Indices::default();
+        by_addr.fill(self.order.as_slice().iter().copied());
+        by_addr.as_mut_slice().sort_unstable_by_key(addr);
+        let sorted = by_addr.as_slice();
+        self.locks.fill(
+            sorted
+                .iter()
+                .enumerate()
+                .filter(|&(k, i)| k == 0 || addr(&sorted[k - 1]) != addr(i))
+                .map(|(_, &i)| i),
+        );
+        !self.order.as_slice().is_empty()
     }
 
     /// Distinct channels the choice spans.
     pub(crate) fn channels(&self) -> usize {
-        self.locks.len()
+        self.locks.as_slice().len()
     }
 
     fn enabled<'s>(&self, arms: &'s dyn ArmSet, i: usize) -> &'s dyn Operation {
@@ -68,7 +128,7 @@ impl Plan {
     }
 
     fn lock(&self, arms: &dyn ArmSet) {
-        for &i in &self.locks {
+        for &i in self.locks.as_slice() {
             self.enabled(arms, i).lock();
         }
     }
@@ -76,7 +136,7 @@ impl Plan {
     /// # Safety
     /// The caller holds the locks (from `lock`).
     unsafe fn unlock(&self, arms: &dyn ArmSet) {
-        for &i in self.locks.iter().rev() {
+        for &i in self.locks.as_slice().iter().rev() {
             // SAFETY: per the caller.
             unsafe { self.enabled(arms, i).unlock() };
         }
@@ -92,7 +152,7 @@ impl Plan {
         claim: &Claim,
         wakes: &mut Wakes,
     ) -> Option<usize> {
-        self.order.iter().copied().find(|&i| {
+        self.order.as_slice().iter().copied().find(|&i| {
             // SAFETY: per the caller.
             unsafe { self.enabled(arms, i).try_now(claim, wakes) }
         })
@@ -103,7 +163,7 @@ impl Plan {
     /// # Safety
     /// The caller holds the locks.
     unsafe fn unregister_all(&self, arms: &dyn ArmSet) {
-        for &i in &self.order {
+        for &i in self.order.as_slice() {
             // SAFETY: per the caller.
             unsafe { self.enabled(arms, i).unregister() };
         }
@@ -205,7 +265,7 @@ impl Choice {
         record_wait(cx, plan);
         self.claim.begin_wait(owner);
         let claim = NonNull::from(&self.claim);
-        for &i in &plan.order {
+        for &i in plan.order.as_slice() {
             // SAFETY: the locks are held; the caller keeps `self` pinned (so `claim`
             // stays put) and unregisters every arm before the arms go (`finish` or
             // `cancel`).

@@ -7,6 +7,7 @@ pub(crate) mod choice;
 pub(crate) mod claim;
 #[cfg(all(test, loom))]
 mod loom_models;
+pub mod macro_support;
 pub(crate) mod operation;
 mod rng;
 mod select;

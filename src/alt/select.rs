@@ -73,6 +73,30 @@ impl ArmSet for Arms<'_> {
     }
 }
 
+/// What a `Selected` needs of the arms, with their lifetime erased (so `Selected` has
+/// one lifetime, the borrow of its `Select`).
+trait FiredArms {
+    fn fired(&self, i: usize, kind: Kind, channel: *const (), what: &str) -> &dyn SelectArm;
+    fn spend(&mut self, i: usize);
+    fn discard(&self, i: usize);
+}
+
+impl FiredArms for Arms<'_> {
+    fn fired(&self, i: usize, kind: Kind, channel: *const (), what: &str) -> &dyn SelectArm {
+        Arms::fired(self, i, kind, channel, what)
+    }
+
+    fn spend(&mut self, i: usize) {
+        Arms::spend(self, i)
+    }
+
+    fn discard(&self, i: usize) {
+        if let Some(arm) = self.0[i].as_ref() {
+            arm.discard();
+        }
+    }
+}
+
 impl<'a> Arms<'a> {
     /// A fired send arm's value is gone (delivered or handed back): remove the arm.
     fn spend(&mut self, i: usize) {
@@ -245,12 +269,12 @@ impl<'a> Select<'a> {
     /// let op = sel.try_select().unwrap();
     /// assert_eq!((op.index(), op.recv(&rx)), (i, Ok(4)));
     /// ```
-    pub fn try_select(&mut self) -> Option<Selected<'_, 'a>> {
+    pub fn try_select(&mut self) -> Option<Selected<'_>> {
         if !self.plan.prepare(&self.arms, self.biased) {
             return None;
         }
         let fired = Choice::new().try_now(&self.arms, &self.plan)?;
-        Some(Selected::new(self, fired))
+        Some(Selected::new(&mut self.arms, fired))
     }
 
     /// Waits until one arm fires.
@@ -305,9 +329,9 @@ pub struct SelectFuture<'s, 'a> {
 }
 
 impl<'s, 'a> Future for SelectFuture<'s, 'a> {
-    type Output = Selected<'s, 'a>;
+    type Output = Selected<'s>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected<'s, 'a>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected<'s>> {
         // SAFETY: nothing is moved out of the pinned future: `choice` stays in place,
         // and `select` is a reference, taken only when the choice is done.
         let this = unsafe { self.get_unchecked_mut() };
@@ -325,7 +349,7 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
         // mutably by this future) until the choice completes or is cancelled on drop.
         let fired = std::task::ready!(unsafe { this.choice.poll(&select.arms, &select.plan, cx) });
         let select = this.select.take().expect("checked above");
-        Poll::Ready(Selected::new(select, fired))
+        Poll::Ready(Selected::new(&mut select.arms, fired))
     }
 }
 
@@ -351,16 +375,16 @@ impl std::fmt::Debug for SelectFuture<'_, '_> {
 /// The arm a [`Select`] fired; read its outcome with [`recv`](Self::recv) or
 /// [`send`](Self::send), passing the same channel end the arm was made with. Dropped
 /// unread, a received value is dropped.
-pub struct Selected<'s, 'a> {
-    select: &'s mut Select<'a>,
+pub struct Selected<'s> {
+    arms: &'s mut (dyn FiredArms + 's),
     index: usize,
     read: bool,
 }
 
-impl<'s, 'a> Selected<'s, 'a> {
-    fn new(select: &'s mut Select<'a>, index: usize) -> Self {
+impl<'s> Selected<'s> {
+    fn new(arms: &'s mut (dyn FiredArms + 's), index: usize) -> Self {
         Selected {
-            select,
+            arms,
             index,
             read: false,
         }
@@ -393,10 +417,7 @@ impl<'s, 'a> Selected<'s, 'a> {
     /// ```
     pub fn recv<T>(mut self, rx: &Receiver<T>) -> Result<T, RecvError> {
         let channel = std::ptr::from_ref(rx.chan()).cast();
-        let arm = self
-            .select
-            .arms
-            .fired(self.index, Kind::Recv, channel, "recv");
+        let arm = self.arms.fired(self.index, Kind::Recv, channel, "recv");
         // SAFETY: a receive arm on this `Chan<T>` was made by `Select::recv::<T>` as a
         // `RecvOp<T, &Chan<T>>` (the channel's address fixes its `T`).
         let op = unsafe { &*std::ptr::from_ref(arm).cast::<RecvOp<T, &Chan<T>>>() };
@@ -419,10 +440,7 @@ impl<'s, 'a> Selected<'s, 'a> {
     /// ```
     pub fn send<T>(mut self, tx: &Sender<T>) -> Result<(), SendError<T>> {
         let channel = std::ptr::from_ref(tx.chan()).cast();
-        let arm = self
-            .select
-            .arms
-            .fired(self.index, Kind::Send, channel, "send");
+        let arm = self.arms.fired(self.index, Kind::Send, channel, "send");
         // SAFETY: a send arm on this `Chan<T>` was made by `Select::send::<T>` as a
         // `SendOp<T>` (the channel's address fixes its `T`).
         let op = unsafe { &*std::ptr::from_ref(arm).cast::<SendOp<'_, T>>() };
@@ -434,20 +452,18 @@ impl<'s, 'a> Selected<'s, 'a> {
     }
 }
 
-impl Drop for Selected<'_, '_> {
+impl Drop for Selected<'_> {
     fn drop(&mut self) {
         if !self.read {
             // Unread: a received value is dropped (it was received), a sent one is
             // delivered already.
-            if let Some(arm) = self.select.arms.0[self.index].as_ref() {
-                arm.discard();
-            }
+            self.arms.discard(self.index);
         }
-        self.select.arms.spend(self.index);
+        self.arms.spend(self.index);
     }
 }
 
-impl std::fmt::Debug for Selected<'_, '_> {
+impl std::fmt::Debug for Selected<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Selected")
             .field("index", &self.index)

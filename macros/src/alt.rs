@@ -1,0 +1,278 @@
+//! `alt!` and `prialt!`: parsing into [`Alt`], then the expansion onto
+//! `csp::__private` (typed arms kept as locals, and a future choosing among them).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, Ident, Pat, Token, parenthesized};
+
+/// Which ready arm fires.
+#[derive(Clone, Copy)]
+pub(crate) enum Order {
+    /// Uniformly at random (`alt!`).
+    Fair,
+    /// The first in written order (`prialt!`).
+    Written,
+}
+
+/// A whole `alt!`.
+struct Alt {
+    arms: Vec<Arm>,
+}
+
+/// One arm: an operation, an optional guard, and its body.
+struct Arm {
+    op: Op,
+    guard: Option<Expr>,
+    body: Expr,
+}
+
+/// The operation of an arm.
+enum Op {
+    Recv { end: Expr, pat: Pat },
+    Send { end: Expr, value: Expr, pat: Pat },
+    Closed { end: Expr },
+    Default,
+}
+
+impl Parse for Alt {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let mut arms = Vec::new();
+        let mut default: Option<Span> = None;
+        while !input.is_empty() {
+            let (arm, name) = parse_arm(input)?;
+            if matches!(arm.op, Op::Default) {
+                if default.is_some() {
+                    return Err(syn::Error::new(
+                        name.span(),
+                        "an alt! takes at most one `default` arm",
+                    ));
+                }
+                default = Some(name.span());
+            }
+            arms.push(arm);
+        }
+        if arms.is_empty() {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "an alt! needs at least one arm, e.g. `recv(rx) -> msg => { .. }`",
+            ));
+        }
+        Ok(Alt { arms })
+    }
+}
+
+/// Parses one arm and the comma after it; returns the arm and its operation's name.
+fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
+    let name: Ident = input.parse()?;
+    let op = match name.to_string().as_str() {
+        "default" => Op::Default,
+        "recv" => {
+            let [end] = arguments(input, &name, ["rx"])?;
+            Op::Recv {
+                end,
+                pat: binding(input, &name, "recv(rx) -> msg")?,
+            }
+        }
+        "send" => {
+            let [end, value] = arguments(input, &name, ["tx", "value"])?;
+            Op::Send {
+                end,
+                value,
+                pat: binding(input, &name, "send(tx, value) -> res")?,
+            }
+        }
+        "closed" => {
+            let [end] = arguments(input, &name, ["tx"])?;
+            Op::Closed { end }
+        }
+        "after" => {
+            return Err(syn::Error::new(
+                name.span(),
+                "`after` arms need csp's timers, which this version does not have yet",
+            ));
+        }
+        "recv_any" | "send_any" => {
+            return Err(syn::Error::new(
+                name.span(),
+                format!("`{name}` arms are not implemented in this version of csp yet"),
+            ));
+        }
+        other => {
+            return Err(syn::Error::new(
+                name.span(),
+                format!(
+                    "unknown alt! operation `{other}`: expected recv, send, recv_any, \
+                     send_any, closed, after or default"
+                ),
+            ));
+        }
+    };
+    if !matches!(op, Op::Recv { .. } | Op::Send { .. }) && input.peek(Token![->]) {
+        let arrow: Token![->] = input.parse()?;
+        return Err(syn::Error::new_spanned(
+            arrow,
+            format!("a `{name}` arm has no result to bind: remove `-> ..`"),
+        ));
+    }
+    let guard = if input.peek(Token![if]) {
+        input.parse::<Token![if]>()?;
+        Some(Expr::parse_without_eager_brace(input)?)
+    } else {
+        None
+    };
+    input.parse::<Token![=>]>()?;
+    let body: Expr = input.parse()?;
+    if !input.is_empty() {
+        if matches!(body, Expr::Block(_)) {
+            input.parse::<Option<Token![,]>>()?;
+        } else {
+            input.parse::<Token![,]>()?;
+        }
+    }
+    Ok((Arm { op, guard, body }, name))
+}
+
+/// The parenthesized operands of an operation, exactly `N` of them.
+fn arguments<const N: usize>(
+    input: ParseStream<'_>,
+    name: &Ident,
+    expected: [&str; N],
+) -> syn::Result<[Expr; N]> {
+    let content;
+    let parens = parenthesized!(content in input);
+    let args = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+    let count = args.len();
+    <[Expr; N]>::try_from(args.into_iter().collect::<Vec<_>>()).map_err(|_| {
+        syn::Error::new(
+            parens.span.join(),
+            format!(
+                "`{name}` takes {N} operand{}: `{name}({})`, not {count}",
+                if N == 1 { "" } else { "s" },
+                expected.join(", ")
+            ),
+        )
+    })
+}
+
+/// The `-> pattern` binding a recv or send arm's result.
+fn binding(input: ParseStream<'_>, name: &Ident, example: &str) -> syn::Result<Pat> {
+    if !input.peek(Token![->]) {
+        return Err(syn::Error::new(
+            name.span(),
+            format!("a `{name}` arm binds its result: write `{example} => ..`"),
+        ));
+    }
+    input.parse::<Token![->]>()?;
+    Pat::parse_single(input)
+}
+
+/// Expands an `alt!` (or, with `Order::Written`, a `prialt!`).
+pub(crate) fn expand(input: TokenStream, order: Order) -> TokenStream {
+    match syn::parse2::<Alt>(input) {
+        Ok(alt) => alt.expand(order),
+        Err(err) => err.to_compile_error(),
+    }
+}
+
+impl Alt {
+    fn expand(&self, order: Order) -> TokenStream {
+        let private = quote!(::csp::__private);
+        // Names only the expansion sees.
+        let name =
+            |what: &str, i: usize| format_ident!("__csp_{}_{}", what, i, span = Span::mixed_site());
+        let mut setup = Vec::new();
+        let mut refs = Vec::new();
+        let mut branches = Vec::new();
+        let mut default_body = None;
+        for (i, arm) in self.arms.iter().enumerate() {
+            let guard = name("guard", i);
+            let local = name("arm", i);
+            // The operand, borrowed once here: a `let` extends the life of a temporary
+            // (`recv(&rx)`), which a borrow inside the arm's constructor would not.
+            let end = name("end", i);
+            let guard_expr = match &arm.guard {
+                Some(guard) => quote!((#guard)),
+                None => quote!(true),
+            };
+            let body = &arm.body;
+            let build = match &arm.op {
+                Op::Default => {
+                    setup.push(quote! { let #guard: bool = #guard_expr; });
+                    let body = match body {
+                        Expr::Block(_) => quote!(#body),
+                        other => quote!({ #other }),
+                    };
+                    default_body = Some(quote! { if #guard #body else { ::core::unreachable!() } });
+                    continue;
+                }
+                Op::Recv { .. } => quote!(#private::RecvArm::new(#end)),
+                Op::Send { value, .. } => quote!(#private::SendArm::new(#end, #value)),
+                Op::Closed { .. } => quote!(#private::ClosedArm::new(#end)),
+            };
+            let operand = match &arm.op {
+                Op::Recv { end, .. } | Op::Send { end, .. } | Op::Closed { end } => end,
+                Op::Default => unreachable!("handled above"),
+            };
+            setup.push(quote! {
+                let #guard: bool = #guard_expr;
+                let #end = &(#operand);
+                let mut #local = if #guard {
+                    ::core::option::Option::Some(#build)
+                } else {
+                    ::core::option::Option::None
+                };
+            });
+            refs.push(quote!(#local.as_ref().map(|arm| arm.arm())));
+            let index = refs.len() - 1;
+            let take = quote! {
+                match #local.as_mut() {
+                    ::core::option::Option::Some(arm) => arm.outcome(),
+                    ::core::option::Option::None => ::core::unreachable!(),
+                }
+            };
+            branches.push(match &arm.op {
+                Op::Recv { pat, .. } | Op::Send { pat, .. } => {
+                    // A block body's statements go beside the binding, not in a block of
+                    // their own (which would trip `unused_braces` in the user's crate).
+                    let body = match body {
+                        Expr::Block(block) if block.label.is_none() && block.attrs.is_empty() => {
+                            let stmts = &block.block.stmts;
+                            quote!(#(#stmts)*)
+                        }
+                        other => quote!(#other),
+                    };
+                    quote! { #index => { let #pat = #take; #body } }
+                }
+                _ => quote! { #index => #body, },
+            });
+        }
+        let biased = matches!(order, Order::Written);
+        let has_default = default_body.is_some();
+        let default_branch = default_body.unwrap_or_else(|| quote!(::core::unreachable!()));
+        // A default arm whose guard is false is no default: the alt waits.
+        let default_guard = self
+            .arms
+            .iter()
+            .position(|arm| matches!(arm.op, Op::Default))
+            .map(|i| {
+                let guard = name("guard", i);
+                quote!(#guard)
+            })
+            .unwrap_or(quote!(false));
+        let fired = format_ident!("__csp_fired", span = Span::mixed_site());
+        quote! {{
+            #(#setup)*
+            let #fired = #private::alt(
+                [#(#refs),*],
+                #biased,
+                #has_default && #default_guard,
+            ).await;
+            match #fired {
+                #(#branches)*
+                _ => #default_branch
+            }
+        }}
+    }
+}

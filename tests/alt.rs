@@ -1,0 +1,404 @@
+//! `alt!` and `prialt!`: fairness, order, guards, default, send and closed arms, the
+//! matching case, control flow in bodies, cancellation and `Send`-ness.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Counter, Tracked, bounded, runtime};
+
+#[test]
+fn alt_is_fair_among_ready_arms() {
+    bounded(30, || {
+        csp::block_on(async {
+            let chans: Vec<_> = (0..4).map(|_| csp::bounded::<u8>(1)).collect();
+            for (tx, _) in &chans {
+                tx.try_send(0).unwrap();
+            }
+            let (r0, r1, r2, r3) = (&chans[0].1, &chans[1].1, &chans[2].1, &chans[3].1);
+            let mut wins = [0usize; 4];
+            for _ in 0..10_000 {
+                let i = csp::alt! {
+                    recv(r0) -> _v => 0,
+                    recv(r1) -> _v => 1,
+                    recv(r2) -> _v => 2,
+                    recv(r3) -> _v => 3,
+                };
+                wins[i] += 1;
+                chans[i].0.try_send(0).unwrap(); // keep every arm ready
+            }
+            for w in wins {
+                assert!(
+                    (2_000..=3_000).contains(&w),
+                    "each arm wins 20-30%: {wins:?}"
+                );
+            }
+        });
+    });
+}
+
+#[test]
+fn prialt_takes_the_first_ready_arm_in_written_order() {
+    bounded(10, || {
+        csp::block_on(async {
+            let (tx1, rx1) = csp::bounded::<u8>(1);
+            let (tx2, rx2) = csp::bounded::<u8>(1);
+            for _ in 0..100 {
+                tx1.try_send(1).unwrap();
+                tx2.try_send(2).unwrap();
+                let v = csp::prialt! {
+                    recv(rx1) -> v => v.unwrap(),
+                    recv(rx2) -> v => v.unwrap(),
+                };
+                assert_eq!(v, 1);
+                // Only the second is ready now.
+                let v = csp::prialt! {
+                    recv(rx1) -> v => v.unwrap(),
+                    recv(rx2) -> v => v.unwrap(),
+                };
+                assert_eq!(v, 2);
+            }
+        });
+    });
+}
+
+#[test]
+fn a_false_guard_disables_its_arm_and_skips_the_send_value() {
+    bounded(10, || {
+        csp::block_on(async {
+            let (tx, rx) = csp::bounded::<u8>(1);
+            tx.try_send(1).unwrap();
+            let (out, out_rx) = csp::bounded::<u8>(1);
+            let evaluated = AtomicUsize::new(0);
+            let value = || {
+                evaluated.fetch_add(1, Ordering::SeqCst);
+                9
+            };
+            let ready = false;
+            let r = csp::alt! {
+                recv(rx) -> v if ready => v.unwrap(),
+                send(out, value()) -> _res if ready => 0,
+                default => 42,
+            };
+            assert_eq!(r, 42);
+            assert_eq!(
+                evaluated.load(Ordering::SeqCst),
+                0,
+                "guarded value not evaluated"
+            );
+            assert_eq!(rx.try_recv(), Ok(1), "the disabled recv took nothing");
+            assert!(out_rx.try_recv().is_err());
+        });
+    });
+}
+
+#[test]
+fn default_runs_only_when_nothing_is_ready() {
+    bounded(10, || {
+        csp::block_on(async {
+            let (tx, rx) = csp::channel::<u8>();
+            let r = csp::alt! {
+                recv(rx) -> v => Some(v),
+                default => None,
+            };
+            assert_eq!(r, None);
+            let (btx, brx) = csp::bounded::<u8>(1);
+            btx.try_send(5).unwrap();
+            let r = csp::alt! {
+                recv(brx) -> v => Some(v),
+                default => None,
+            };
+            assert_eq!(r, Some(Ok(5)));
+            drop(tx);
+        });
+    });
+}
+
+#[test]
+fn send_arms_that_do_not_fire_deliver_nothing_and_drop_their_value() {
+    bounded(10, || {
+        csp::block_on(async {
+            let drops = Counter::new();
+            let (tx, rx) = csp::bounded::<u8>(1);
+            tx.try_send(1).unwrap();
+            let (out, out_rx) = csp::channel::<Tracked>(); // nobody receives: never ready
+            let r = csp::prialt! {
+                send(out, Tracked::new(7, &drops)) -> _res => "sent",
+                recv(rx) -> _v => "received",
+            };
+            assert_eq!(r, "received");
+            assert_eq!(drops.get(), 1, "the unsent value was dropped");
+            assert!(out_rx.try_recv().is_err(), "and not delivered");
+        });
+    });
+}
+
+#[test]
+fn send_and_closed_arms_report_a_closed_channel() {
+    bounded(10, || {
+        csp::block_on(async {
+            let (tx, rx) = csp::bounded::<u8>(1);
+            drop(rx);
+            let r = csp::alt! {
+                send(tx, 3) -> res => res.unwrap_err().into_inner(),
+            };
+            assert_eq!(r, 3);
+            let (tx, rx) = csp::channel::<u8>();
+            let closer = csp::spawn(async move { drop(rx) });
+            let fired = csp::alt! {
+                closed(tx) => true,
+            };
+            assert!(fired);
+            closer.await.unwrap();
+        });
+    });
+}
+
+#[test]
+fn recv_arm_on_a_closed_channel_drains_then_fails() {
+    bounded(10, || {
+        csp::block_on(async {
+            let (tx, rx) = csp::bounded::<u8>(2);
+            tx.try_send(1).unwrap();
+            drop(tx);
+            let first = csp::alt! { recv(rx) -> v => v };
+            let second = csp::alt! { recv(rx) -> v => v };
+            assert_eq!(first, Ok(1));
+            assert_eq!(second, Err(csp::RecvError));
+        });
+    });
+}
+
+/// 44 processes each offer to receive or to send on one rendezvous channel: they pair
+/// up, 22 senders and 22 receivers, and nothing is left over.
+#[test]
+fn the_matching_case() {
+    bounded(30, || {
+        let rt = runtime(2, "matching");
+        let (tx, rx) = csp::channel::<usize>();
+        let got: Vec<Option<usize>> = rt.block_on(async {
+            let handles: Vec<_> = (0..44)
+                .map(|id| {
+                    let (tx, rx) = (tx.clone(), rx.clone());
+                    csp::spawn(async move {
+                        csp::alt! {
+                            recv(rx) -> v => Some(v.unwrap()),
+                            send(tx, id) -> res => { res.unwrap(); None }
+                        }
+                    })
+                })
+                .collect();
+            let mut got = Vec::new();
+            for h in handles {
+                got.push(h.await.unwrap());
+            }
+            got
+        });
+        let received: Vec<usize> = got.iter().flatten().copied().collect();
+        assert_eq!(received.len(), 22, "half received: {got:?}");
+        let mut senders: Vec<usize> = (0..44).filter(|&i| got[i].is_none()).collect();
+        let mut received = received;
+        received.sort_unstable();
+        senders.sort_unstable();
+        assert_eq!(received, senders, "every sender's id was received once");
+        assert!(rx.try_recv().is_err());
+    });
+}
+
+/// An alt with a send and a recv arm on the same channel never pairs with itself.
+#[test]
+fn an_alt_never_pairs_with_itself() {
+    bounded(10, || {
+        let rt = runtime(1, "self-pair");
+        let (tx, rx) = csp::channel::<u8>();
+        let lonely = rt.spawn(async move {
+            csp::alt! {
+                recv(rx) -> _v => "received",
+                send(tx, 1) -> _res => "sent",
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!lonely.is_finished(), "it paired with itself");
+        lonely.abort();
+        assert!(rt.block_on(lonely).unwrap_err().is_cancelled());
+    });
+}
+
+#[test]
+fn bodies_can_return_break_and_use_the_question_mark() {
+    async fn first(rx: &csp::Receiver<u8>) -> Result<u8, csp::RecvError> {
+        let v = csp::alt! {
+            recv(rx) -> v => {
+                let v = v?; // `?` returns from `first`
+                if v == 0 {
+                    return Ok(100); // `return` returns from `first`
+                }
+                v
+            }
+        };
+        Ok(v + 1)
+    }
+    bounded(10, || {
+        csp::block_on(async {
+            let (tx, rx) = csp::bounded::<u8>(4);
+            tx.try_send(1).unwrap();
+            tx.try_send(0).unwrap();
+            assert_eq!(first(&rx).await, Ok(2));
+            assert_eq!(first(&rx).await, Ok(100));
+            drop(tx);
+            assert_eq!(first(&rx).await, Err(csp::RecvError));
+
+            let (tx, rx) = csp::bounded::<u8>(4);
+            for i in 0..3 {
+                tx.try_send(i).unwrap();
+            }
+            drop(tx);
+            let mut seen = Vec::new();
+            loop {
+                csp::alt! {
+                    recv(rx) -> v => match v {
+                        Ok(v) => seen.push(v),
+                        Err(_) => break,
+                    },
+                }
+            }
+            assert_eq!(seen, [0, 1, 2]);
+        });
+    });
+}
+
+#[test]
+#[should_panic(expected = "every arm disabled")]
+fn every_arm_disabled_and_no_default_panics() {
+    csp::block_on(async {
+        let (_tx, rx) = csp::channel::<u8>();
+        let off = false;
+        csp::alt! { recv(rx) -> _v if off => () }
+    });
+}
+
+/// A future holding a pending alt! is `Send` (it can be spawned), and dropping it while
+/// pending leaves the channels as they were.
+#[test]
+fn a_pending_alt_is_send_and_dropping_it_has_no_effect() {
+    bounded(10, || {
+        let rt = runtime(2, "alt-drop");
+        let drops = Counter::new();
+        let (tx, rx) = csp::channel::<Tracked>();
+        let (out, out_rx) = csp::channel::<Tracked>();
+        let value = Tracked::new(5, &drops);
+        let waiting = rt.spawn(async move {
+            csp::alt! {
+                recv(rx) -> _v => (),
+                send(out, value) -> _r => (),
+            }
+        });
+        common::wait_until(10, "the alt waits", || {
+            rt.processes()
+                .iter()
+                .any(|p| p.waiting_on.as_deref() == Some("alt over 2 channels"))
+        });
+        waiting.abort();
+        assert!(rt.block_on(waiting).unwrap_err().is_cancelled());
+        assert_eq!(drops.get(), 1, "the unsent value dropped, undelivered");
+        assert!(out_rx.try_recv().is_err());
+        assert!(
+            tx.try_send(Tracked::new(6, &drops)).is_err(),
+            "no receiver left waiting"
+        );
+    });
+}
+
+/// Many alts on both ends of shared channels with random cancellation: every value
+/// sent Ok is received exactly once.
+#[test]
+fn alt_storm_conserves_values() {
+    bounded(60, || {
+        let rt = runtime(2, "alt-storm");
+        let received = Arc::new(AtomicUsize::new(0));
+        let sent_ok = Arc::new(AtomicUsize::new(0));
+        let (a_tx, a_rx) = csp::channel::<u64>();
+        let (b_tx, b_rx) = csp::bounded::<u64>(2);
+        rt.block_on(async {
+            let mut producers = Vec::new();
+            for p in 0..4u64 {
+                let (a_tx, b_tx, sent_ok) = (a_tx.clone(), b_tx.clone(), sent_ok.clone());
+                producers.push(csp::spawn(async move {
+                    for i in 0..500u64 {
+                        let v = p * 1_000 + i;
+                        let ok = csp::alt! {
+                            send(a_tx, v) -> r => r.is_ok(),
+                            send(b_tx, v) -> r => r.is_ok(),
+                        };
+                        if ok {
+                            sent_ok.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if i % 7 == 0 {
+                            csp::yield_now().await;
+                        }
+                    }
+                }));
+            }
+            drop((a_tx, b_tx));
+            let mut consumers = Vec::new();
+            for _ in 0..3 {
+                let (a_rx, b_rx, received) = (a_rx.clone(), b_rx.clone(), received.clone());
+                consumers.push(csp::spawn(async move {
+                    let mut seen = Vec::new();
+                    loop {
+                        // Sometimes give up waiting (cancel the alt) and come back.
+                        let attempt = async {
+                            csp::alt! {
+                                recv(a_rx) -> v => v.ok(),
+                                recv(b_rx) -> v => v.ok(),
+                            }
+                        };
+                        let raced =
+                            futures::future::select(Box::pin(attempt), Box::pin(csp::yield_now()))
+                                .await;
+                        match raced {
+                            futures::future::Either::Left((Some(v), _)) => {
+                                received.fetch_add(1, Ordering::SeqCst);
+                                seen.push(v);
+                            }
+                            futures::future::Either::Left((None, _)) => break,
+                            futures::future::Either::Right(_) => {}
+                        }
+                    }
+                    seen
+                }));
+            }
+            for p in producers {
+                p.await.unwrap();
+            }
+            let mut all = Vec::new();
+            for c in consumers {
+                all.extend(c.await.unwrap());
+            }
+            let count = all.len();
+            all.sort_unstable();
+            all.dedup();
+            assert_eq!(all.len(), count, "no value received twice");
+        });
+        assert_eq!(received.load(Ordering::SeqCst), 2_000);
+        assert_eq!(sent_ok.load(Ordering::SeqCst), 2_000);
+    });
+}
+
+/// Block bodies, with and without bindings, compile without warnings in the caller's
+/// crate (this file denies them).
+#[deny(warnings)]
+#[test]
+fn block_bodies_raise_no_warnings() {
+    csp::block_on(async {
+        let (tx, rx) = csp::bounded::<u8>(1);
+        tx.try_send(1).unwrap();
+        let a = csp::alt! {
+            recv(rx) -> v => { v.unwrap() }
+            closed(tx) => { 0 }
+            default => { 9 }
+        };
+        assert_eq!(a, 1);
+    });
+}

@@ -1,0 +1,9 @@
+async fn f(rx: csp::Receiver<u8>) {
+    csp::alt! {
+        recv(rx) -> _msg => {}
+        default => {}
+        default => {}
+    }
+}
+
+fn main() {}

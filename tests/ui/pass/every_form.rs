@@ -1,0 +1,27 @@
+// Every documented arm form, with and without guards, operands by value and by
+// reference, trailing commas optional after block bodies.
+async fn forms(
+    rx: csp::Receiver<u8>,
+    tx: csp::Sender<u8>,
+    rx_ref: &csp::Receiver<u8>,
+    tx_ref: &csp::Sender<u8>,
+) -> u8 {
+    let ready = true;
+    let a = csp::alt! {
+        recv(rx) -> msg => msg.unwrap_or(0),
+        recv(rx_ref) -> msg if ready => { msg.unwrap_or(1) }
+        send(tx, 5) -> res => { res.map(|()| 2).unwrap_or(3) }
+        send(tx_ref, 6) -> _ if !ready => 4,
+        closed(tx) => 5,
+        default => 6
+    };
+    let b = csp::prialt! {
+        recv(rx) -> (msg) => msg.unwrap_or(7),
+        default => { 8 }
+    };
+    a + b
+}
+
+fn main() {
+    let _ = forms;
+}
