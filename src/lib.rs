@@ -78,6 +78,9 @@ pub use alt::{Select, SelectFuture, Selected};
 /// - `recv(rx) -> msg => ..`: `msg: Result<T, RecvError>`;
 /// - `send(tx, value) -> res => ..`: `res: Result<(), SendError<T>>`; a send arm that
 ///   does not fire delivers nothing and its value is dropped;
+/// - `recv_any(&rxs) -> (i, msg) => ..`: a receive on each receiver of a slice (or
+///   array, or `Vec`) of receivers or of references to them; `i` is the position of the
+///   one that fired; an empty set is a disabled arm;
 /// - `closed(tx) => ..`: fires once the channel of `tx` is closed;
 /// - `default => ..`: runs if no arm is ready right now (the alt does not wait).
 ///
@@ -101,7 +104,7 @@ pub use alt::{Select, SelectFuture, Selected};
 /// ```
 ///
 /// Not implemented in this version: `after(duration)` arms (they need csp's timers) and
-/// `recv_any`/`send_any` arms; either is a compile error that says so.
+/// `send_any` arms; either is a compile error that says so.
 pub use csp_macros::alt;
 
 /// As [`alt!`], but among arms ready at once, the first in written order fires.

@@ -402,3 +402,38 @@ fn block_bodies_raise_no_warnings() {
         assert_eq!(a, 1);
     });
 }
+
+/// `recv_any` receives from whichever of a run-time set of channels is ready and says
+/// which; an empty set is a disabled arm.
+#[test]
+fn recv_any_reports_the_position_of_the_channel_that_fired() {
+    bounded(10, || {
+        csp::block_on(async {
+            let chans: Vec<_> = (0..5).map(|_| csp::bounded::<usize>(1)).collect();
+            let rxs: Vec<&csp::Receiver<usize>> = chans.iter().map(|(_, rx)| rx).collect();
+            for k in [3, 0, 4] {
+                chans[k].0.try_send(k * 10).unwrap();
+                let (i, v) = csp::alt! {
+                    recv_any(&rxs) -> (i, msg) => (i, msg.unwrap()),
+                };
+                assert_eq!((i, v), (k, k * 10));
+            }
+            // Beside a plain arm, with owned receivers in a Vec.
+            let (tx, rx) = csp::bounded::<usize>(1);
+            let owned: Vec<csp::Receiver<usize>> = chans.iter().map(|(_, rx)| rx.clone()).collect();
+            tx.try_send(99).unwrap();
+            let got = csp::alt! {
+                recv_any(owned) -> (i, msg) => Err((i, msg)),
+                recv(rx) -> msg => Ok(msg.unwrap()),
+            };
+            assert_eq!(got, Ok(99));
+            // An empty set never fires.
+            let none: Vec<csp::Receiver<usize>> = Vec::new();
+            let r = csp::alt! {
+                recv_any(none) -> (_i, _msg) => "fired",
+                default => "default",
+            };
+            assert_eq!(r, "default");
+        });
+    });
+}

@@ -366,8 +366,8 @@ fn channel_bounds() {
 
 // ---- alt! / prialt! / Select (API.md "alt! / prialt! — CSP choice") ----
 
-/// Each documented arm form of `alt!` and `prialt!` (`after`, `recv_any` and `send_any`
-/// are not in this version: a compile error says so, see tests/ui).
+/// Each documented arm form of `alt!` and `prialt!` (`after` and `send_any` are not in
+/// this version: a compile error says so, see tests/ui).
 #[allow(dead_code)]
 async fn alt_forms(rx: csp::Receiver<u8>, tx: csp::Sender<u8>) -> u8 {
     let ready = true;
@@ -376,6 +376,7 @@ async fn alt_forms(rx: csp::Receiver<u8>, tx: csp::Sender<u8>) -> u8 {
         recv(&rx) -> msg if ready => { msg.unwrap_or(1) }
         send(tx, 1) -> res => { res.map(|()| 2).unwrap_or(3) }
         closed(tx) => 4,
+        recv_any(&[&rx]) -> (i, msg) => msg.map(|m| m + i as u8).unwrap_or(5),
         default => 5,
     };
     let b: u8 = csp::prialt! {

@@ -31,6 +31,7 @@ struct Arm {
 /// The operation of an arm.
 enum Op {
     Recv { end: Expr, pat: Pat },
+    RecvAny { ends: Expr, pat: Pat },
     Send { end: Expr, value: Expr, pat: Pat },
     Closed { end: Expr },
     Default,
@@ -93,10 +94,17 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
                 "`after` arms need csp's timers, which this version does not have yet",
             ));
         }
-        "recv_any" | "send_any" => {
+        "recv_any" => {
+            let [ends] = arguments(input, &name, ["&rxs"])?;
+            Op::RecvAny {
+                ends,
+                pat: binding(input, &name, "recv_any(&rxs) -> (i, msg)")?,
+            }
+        }
+        "send_any" => {
             return Err(syn::Error::new(
                 name.span(),
-                format!("`{name}` arms are not implemented in this version of csp yet"),
+                "`send_any` arms are not implemented in this version of csp yet",
             ));
         }
         other => {
@@ -109,7 +117,9 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
             ));
         }
     };
-    if !matches!(op, Op::Recv { .. } | Op::Send { .. }) && input.peek(Token![->]) {
+    if !matches!(op, Op::Recv { .. } | Op::RecvAny { .. } | Op::Send { .. })
+        && input.peek(Token![->])
+    {
         let arrow: Token![->] = input.parse()?;
         return Err(syn::Error::new_spanned(
             arrow,
@@ -208,11 +218,15 @@ impl Alt {
                     continue;
                 }
                 Op::Recv { .. } => quote!(#private::RecvArm::new(#end)),
+                Op::RecvAny { .. } => quote!(#private::RecvAnyArm::new(#end)),
                 Op::Send { value, .. } => quote!(#private::SendArm::new(#end, #value)),
                 Op::Closed { .. } => quote!(#private::ClosedArm::new(#end)),
             };
             let operand = match &arm.op {
-                Op::Recv { end, .. } | Op::Send { end, .. } | Op::Closed { end } => end,
+                Op::Recv { end, .. }
+                | Op::RecvAny { ends: end, .. }
+                | Op::Send { end, .. }
+                | Op::Closed { end } => end,
                 Op::Default => unreachable!("handled above"),
             };
             setup.push(quote! {
@@ -226,14 +240,23 @@ impl Alt {
             });
             refs.push(quote!(#local.as_ref().map(|arm| arm.arm())));
             let index = refs.len() - 1;
-            let take = quote! {
-                match #local.as_mut() {
-                    ::core::option::Option::Some(arm) => arm.outcome(),
-                    ::core::option::Option::None => ::core::unreachable!(),
-                }
+            let within = format_ident!("__csp_within", span = Span::mixed_site());
+            let take = match &arm.op {
+                Op::RecvAny { .. } => quote! {
+                    (#within, match #local.as_mut() {
+                        ::core::option::Option::Some(arm) => arm.outcome(#within),
+                        ::core::option::Option::None => ::core::unreachable!(),
+                    })
+                },
+                _ => quote! {
+                    match #local.as_mut() {
+                        ::core::option::Option::Some(arm) => arm.outcome(),
+                        ::core::option::Option::None => ::core::unreachable!(),
+                    }
+                },
             };
             branches.push(match &arm.op {
-                Op::Recv { pat, .. } | Op::Send { pat, .. } => {
+                Op::Recv { pat, .. } | Op::RecvAny { pat, .. } | Op::Send { pat, .. } => {
                     // A block body's statements go beside the binding, not in a block of
                     // their own (which would trip `unused_braces` in the user's crate).
                     let body = match body {
@@ -243,9 +266,9 @@ impl Alt {
                         }
                         other => quote!(#other),
                     };
-                    quote! { #index => { let #pat = #take; #body } }
+                    quote! { (#index, #within) => { let _ = #within; let #pat = #take; #body } }
                 }
-                _ => quote! { #index => #body, },
+                _ => quote! { (#index, _) => #body, },
             });
         }
         let biased = matches!(order, Order::Written);

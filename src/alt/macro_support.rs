@@ -17,9 +17,31 @@ use crate::chan::{Receiver, RecvError, SendError, Sender};
 /// What [`AltFuture`] resolves to when the `default` arm runs.
 pub const DEFAULT: usize = usize::MAX;
 
-/// A type-erased reference to an arm, for [`alt`].
+/// A type-erased reference to an arm, for [`alt`]: one operation, or the many of a
+/// `recv_any` arm.
 #[derive(Clone, Copy)]
-pub struct ArmRef<'a>(&'a dyn Operation);
+pub struct ArmRef<'a>(Slot<'a>);
+
+#[derive(Clone, Copy)]
+enum Slot<'a> {
+    One(&'a dyn Operation),
+    Many(&'a dyn ManyArms),
+}
+
+/// The operations of a `recv_any` arm.
+trait ManyArms {
+    fn len(&self) -> usize;
+    fn get(&self, i: usize) -> &dyn Operation;
+}
+
+impl Slot<'_> {
+    fn len(self) -> usize {
+        match self {
+            Slot::One(_) => 1,
+            Slot::Many(many) => many.len(),
+        }
+    }
+}
 
 // SAFETY: an arm's state is touched only under its channel's lock or by the choice that
 // owns it (through the future polling it), never through a shared reference elsewhere.
@@ -36,6 +58,9 @@ pub struct SendArm<'a, T>(SendOp<'a, T>);
 /// A `closed(tx)` arm.
 pub struct ClosedArm<'a, T>(ClosedOp<'a, T>);
 
+/// A `recv_any(&rxs)` arm: a receive on each of a run-time number of channels.
+pub struct RecvAnyArm<'a, T>(Vec<RecvOp<T, &'a Chan<T>>>);
+
 // SAFETY: `&self` methods only make an `ArmRef`; the state inside is reached under the
 // channel lock or by the owning choice, and `outcome` takes `&mut self`.
 unsafe impl<T: Send> Sync for RecvArm<'_, T> {}
@@ -43,6 +68,8 @@ unsafe impl<T: Send> Sync for RecvArm<'_, T> {}
 unsafe impl<T: Send> Sync for SendArm<'_, T> {}
 // SAFETY: as for `RecvArm`.
 unsafe impl<T: Send> Sync for ClosedArm<'_, T> {}
+// SAFETY: as for `RecvArm`.
+unsafe impl<T: Send> Sync for RecvAnyArm<'_, T> {}
 
 impl<'a, T> RecvArm<'a, T> {
     /// An arm receiving from `rx` (a `Receiver` or a reference to one).
@@ -52,7 +79,7 @@ impl<'a, T> RecvArm<'a, T> {
 
     /// The arm, for [`alt`].
     pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(&self.0)
+        ArmRef(Slot::One(&self.0))
     }
 
     /// The fired arm's outcome.
@@ -71,7 +98,7 @@ impl<'a, T> SendArm<'a, T> {
 
     /// The arm, for [`alt`].
     pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(&self.0)
+        ArmRef(Slot::One(&self.0))
     }
 
     /// The fired arm's outcome.
@@ -90,24 +117,85 @@ impl<'a, T> ClosedArm<'a, T> {
 
     /// The arm, for [`alt`].
     pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(&self.0)
+        ArmRef(Slot::One(&self.0))
     }
 }
 
+impl<'a, T> RecvAnyArm<'a, T> {
+    /// An arm receiving from any of `rxs` (a slice, array or `Vec` of `Receiver`s or of
+    /// references to them); empty, it is a disabled arm.
+    pub fn new<S, R>(rxs: &'a S) -> Self
+    where
+        S: AsRef<[R]> + ?Sized,
+        R: Borrow<Receiver<T>> + 'a,
+    {
+        RecvAnyArm(
+            rxs.as_ref()
+                .iter()
+                .map(|rx| RecvOp::new(rx.borrow().chan()))
+                .collect(),
+        )
+    }
+
+    /// The arm, for [`alt`].
+    pub fn arm(&self) -> ArmRef<'_> {
+        ArmRef(Slot::Many(self))
+    }
+
+    /// The outcome of the receive on the `i`th channel, which fired.
+    pub fn outcome(&mut self, i: usize) -> Result<T, RecvError> {
+        self.0[i]
+            .take_result()
+            .expect("csp: a fired receive arm has an outcome")
+    }
+}
+
+impl<T> ManyArms for RecvAnyArm<'_, T> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn get(&self, i: usize) -> &dyn Operation {
+        &self.0[i]
+    }
+}
+
+/// The arms of an `alt!`, as the choice engine sees them: one index per operation,
+/// a `recv_any` arm's operations side by side.
 struct Arms<'a, const N: usize>([Option<ArmRef<'a>>; N]);
+
+impl<const N: usize> Arms<'_, N> {
+    /// The arm (as written) and the operation within it of engine index `i`.
+    fn locate(&self, mut i: usize) -> Option<(usize, usize, Slot<'_>)> {
+        for (k, arm) in self.0.iter().enumerate() {
+            let len = arm.map_or(0, |arm| arm.0.len());
+            if i < len {
+                return arm.map(|arm| (k, i, arm.0));
+            }
+            i -= len;
+        }
+        None
+    }
+}
 
 impl<const N: usize> ArmSet for Arms<'_, N> {
     fn count(&self) -> usize {
-        N
+        self.0.iter().flatten().map(|arm| arm.0.len()).sum()
     }
 
     fn arm(&self, i: usize) -> Option<&dyn Operation> {
-        self.0[i].map(|arm| arm.0)
+        let (_, within, slot) = self.locate(i)?;
+        Some(match slot {
+            Slot::One(op) => op,
+            Slot::Many(many) => many.get(within),
+        })
     }
 }
 
 /// A choice among `arms` (`None`: disabled by its guard): fair, or `biased` to the
 /// first ready arm; with `has_default`, resolves to [`DEFAULT`] instead of waiting.
+/// Resolves to the fired arm's position as written and, for a `recv_any` arm, the
+/// position of the channel within it (0 otherwise).
 pub fn alt<const N: usize>(
     arms: [Option<ArmRef<'_>>; N],
     biased: bool,
@@ -123,7 +211,8 @@ pub fn alt<const N: usize>(
     }
 }
 
-/// The future of an `alt!`: the index of the arm that fired, or [`DEFAULT`].
+/// The future of an `alt!`: the arm that fired (and the channel within a `recv_any`
+/// arm), or [`DEFAULT`].
 #[must_use = "futures do nothing unless polled"]
 pub struct AltFuture<'a, const N: usize> {
     arms: Arms<'a, N>,
@@ -136,29 +225,40 @@ pub struct AltFuture<'a, const N: usize> {
 }
 
 impl<const N: usize> Future for AltFuture<'_, N> {
-    type Output = usize;
+    type Output = (usize, usize);
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(usize, usize)> {
         // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
-        if !this.choice.is_waiting() {
+        let fired = if this.choice.is_waiting() {
+            None
+        } else {
             let any = this.plan.prepare(&this.arms, this.biased);
             if this.has_default {
-                return Poll::Ready(
-                    any.then(|| this.choice.try_now(&this.arms, &this.plan))
-                        .flatten()
-                        .unwrap_or(DEFAULT),
+                match any
+                    .then(|| this.choice.try_now(&this.arms, &this.plan))
+                    .flatten()
+                {
+                    Some(fired) => Some(fired),
+                    None => return Poll::Ready((DEFAULT, 0)),
+                }
+            } else {
+                assert!(
+                    any,
+                    "csp: alt! with every arm disabled by its guard and no default arm \
+                     would wait forever"
                 );
+                None
             }
-            assert!(
-                any,
-                "csp: alt! with every arm disabled by its guard and no default arm would \
-                 wait forever"
-            );
-        }
-        // SAFETY: `this` is pinned, and the arms and plan stay unchanged until the choice
-        // completes or is cancelled on drop.
-        unsafe { this.choice.poll(&this.arms, &this.plan, cx) }
+        };
+        let fired = match fired {
+            Some(fired) => fired,
+            // SAFETY: `this` is pinned, and the arms and plan stay unchanged until the
+            // choice completes or is cancelled on drop.
+            None => std::task::ready!(unsafe { this.choice.poll(&this.arms, &this.plan, cx) }),
+        };
+        let (arm, within, _) = this.arms.locate(fired).expect("csp: the fired arm exists");
+        Poll::Ready((arm, within))
     }
 }
 
@@ -180,7 +280,13 @@ macro_rules! opaque_debug {
     )*};
 }
 
-opaque_debug!(ArmRef<'a>, RecvArm<'a, T>, SendArm<'a, T>, ClosedArm<'a, T>);
+opaque_debug!(
+    ArmRef<'a>,
+    RecvArm<'a, T>,
+    SendArm<'a, T>,
+    ClosedArm<'a, T>,
+    RecvAnyArm<'a, T>
+);
 
 impl<const N: usize> std::fmt::Debug for AltFuture<'_, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

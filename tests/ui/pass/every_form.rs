@@ -13,6 +13,7 @@ async fn forms(
         send(tx, 5) -> res => { res.map(|()| 2).unwrap_or(3) }
         send(tx_ref, 6) -> _ if !ready => 4,
         closed(tx) => 5,
+        recv_any(&[&rx, rx_ref]) -> (_i, msg) => msg.unwrap_or(9),
         default => 6
     };
     let b = csp::prialt! {
