@@ -376,13 +376,13 @@ impl std::fmt::Debug for SelectFuture<'_, '_> {
 /// [`send`](Self::send), passing the same channel end the arm was made with. Dropped
 /// unread, a received value is dropped.
 pub struct Selected<'s> {
-    arms: &'s mut (dyn FiredArms + 's),
+    arms: &'s mut (dyn FiredArms + Send + 's),
     index: usize,
     read: bool,
 }
 
 impl<'s> Selected<'s> {
-    fn new(arms: &'s mut (dyn FiredArms + 's), index: usize) -> Self {
+    fn new(arms: &'s mut (dyn FiredArms + Send + 's), index: usize) -> Self {
         Selected {
             arms,
             index,
