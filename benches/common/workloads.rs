@@ -11,6 +11,10 @@
 //! against `tokio::sync::mpsc`. Tokio has no rendezvous channel, so where csp uses
 //! `csp::channel()` tokio uses its closest, `mpsc::channel(1)`, whose send completes once
 //! the value is buffered rather than once the receiver has it.
+//!
+//! The exception is `select4`'s consumer, which needs each runtime's choice macro
+//! (`csp::alt!`, `tokio::select!`): it is written once per runtime, side by side in
+//! [`Select4`], and the rest of the workload is shared.
 
 // Each includer uses a different subset.
 #![allow(dead_code)]
@@ -48,6 +52,14 @@ const FAN_IN_CAPACITY: usize = 128;
 const SKYNET_FANOUT: u64 = 10;
 /// Leaves of the `skynet` tree (six levels of ten).
 const SKYNET_LEAVES: u64 = 1_000_000;
+/// Channels, and producers, in `select4`.
+const SELECT4_CHANNELS: usize = 4;
+/// Values each `select4` producer sends.
+const SELECT4_VALUES_PER_PRODUCER: usize = 250_000;
+/// Values `select4`'s consumer receives, one per choice.
+const SELECT4_VALUES: usize = SELECT4_CHANNELS * SELECT4_VALUES_PER_PRODUCER;
+/// The capacity of each of `select4`'s channels.
+const SELECT4_CAPACITY: usize = 16;
 
 /// What a workload needs from a runtime.
 pub trait Executor {
@@ -303,6 +315,14 @@ pub const CHANNEL_WORKLOADS: &[Workload] = &[
         // Every node sends its sum once.
         elements: SKYNET_LEAVES * SKYNET_FANOUT / (SKYNET_FANOUT - 1),
     },
+    Workload {
+        name: "select4",
+        csp: select4,
+        tokio: select4,
+        // Every choice but the four that find a channel closed receives one value.
+        unit: Some((SELECT4_VALUES, "alt")),
+        elements: SELECT4_VALUES as u64,
+    },
 ];
 
 /// Spawns `root` from outside the runtime and blocks until it finishes, so the work
@@ -543,4 +563,122 @@ fn spawn_skynet<E: Executor>(parent: E::Sender<u64>, first: u64, leaves: u64) {
             .expect("the parent stopped receiving");
     });
     drop(node); // detached
+}
+
+/// Choice over several channels: 4 producer processes send 250,000 numbers each
+/// (together `0..1_000_000`), each into its own bounded channel of capacity 16; the root
+/// process receives them all with a 4-arm choice (see [`Select4`]), repeated until every
+/// channel is closed and drained, and counts and sums them.
+fn select4<E: Select4>(rt: &E) {
+    let tally = run_in_process(rt, async {
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..SELECT4_CHANNELS)
+            .map(|_| E::bounded::<u64>(SELECT4_CAPACITY))
+            .unzip();
+        let producers: Vec<_> = senders
+            .into_iter()
+            .enumerate()
+            .map(|(producer, sender)| {
+                E::spawn(async move {
+                    let first = producer * SELECT4_VALUES_PER_PRODUCER;
+                    for value in first..first + SELECT4_VALUES_PER_PRODUCER {
+                        sender
+                            .send(value as u64)
+                            .await
+                            .expect("the consumer stopped receiving");
+                    }
+                    // Dropping `sender` closes this producer's channel.
+                })
+            })
+            .collect();
+        let Ok(receivers) = receivers.try_into() else {
+            unreachable!("one receiver per channel")
+        };
+        let tally = E::consume_select4(receivers).await;
+        for producer in producers {
+            producer.await.expect("a producer failed");
+        }
+        tally
+    });
+    let values = SELECT4_VALUES as u64;
+    assert_eq!(tally.count, values);
+    assert_eq!(tally.sum, values * (values - 1) / 2);
+}
+
+/// What `select4`'s consumer has received so far, and from which channels it still may.
+struct Select4Tally {
+    count: u64,
+    sum: u64,
+    open: [bool; SELECT4_CHANNELS],
+}
+
+impl Select4Tally {
+    fn new() -> Self {
+        Select4Tally {
+            count: 0,
+            sum: 0,
+            open: [true; SELECT4_CHANNELS],
+        }
+    }
+
+    /// Takes what a choice got from channel `channel`: a value, or `None` once the
+    /// channel is closed and drained, after which the consumer no longer chooses it.
+    fn take(&mut self, channel: usize, value: Option<u64>) {
+        match value {
+            Some(value) => {
+                self.count += 1;
+                self.sum += value;
+            }
+            None => self.open[channel] = false,
+        }
+    }
+
+    fn any_open(&self) -> bool {
+        self.open.contains(&true)
+    }
+}
+
+/// `select4`'s consumer, one per runtime, as it needs the runtime's choice macro.
+trait Select4: Executor {
+    /// Receives from all four channels, one value per choice among those still open,
+    /// until every channel is closed and drained. Both macros pick uniformly at random
+    /// among ready arms; an arm whose guard (`if open[i]`) is false takes no part.
+    fn consume_select4(
+        receivers: [Self::Receiver<u64>; SELECT4_CHANNELS],
+    ) -> impl Future<Output = Select4Tally> + Send;
+}
+
+impl Select4 for csp::Runtime {
+    async fn consume_select4(
+        [rx0, rx1, rx2, rx3]: [csp::Receiver<u64>; SELECT4_CHANNELS],
+    ) -> Select4Tally {
+        let mut tally = Select4Tally::new();
+        while tally.any_open() {
+            let open = tally.open;
+            csp::alt! {
+                recv(rx0) -> m if open[0] => tally.take(0, m.ok()),
+                recv(rx1) -> m if open[1] => tally.take(1, m.ok()),
+                recv(rx2) -> m if open[2] => tally.take(2, m.ok()),
+                recv(rx3) -> m if open[3] => tally.take(3, m.ok()),
+            }
+        }
+        tally
+    }
+}
+
+impl Select4 for tokio::runtime::Runtime {
+    async fn consume_select4(
+        [mut rx0, mut rx1, mut rx2, mut rx3]: [tokio::sync::mpsc::Receiver<u64>; SELECT4_CHANNELS],
+    ) -> Select4Tally {
+        let mut tally = Select4Tally::new();
+        while tally.any_open() {
+            let open = tally.open;
+            tokio::select! {
+                m = rx0.recv(), if open[0] => tally.take(0, m),
+                m = rx1.recv(), if open[1] => tally.take(1, m),
+                m = rx2.recv(), if open[2] => tally.take(2, m),
+                m = rx3.recv(), if open[3] => tally.take(3, m),
+            }
+        }
+        tally
+    }
 }

@@ -1,11 +1,13 @@
 //! A choice over several operations: the engine of `Select` (and of `alt!`), on one
 //! claim flag shared by every arm (DESIGN.md, "Channels and alt").
 //!
-//! A poll of an idle choice locks the distinct channels of its enabled arms in address
-//! order and tries the arms in the plan's order (uniformly random for a fair choice,
-//! written order for a biased one); the first that can complete fires. If none can, it
-//! registers every arm under the same locks, so no counterpart sees half a registration,
-//! and waits for a counterpart to claim the flag for one arm. The poll after that claim
+//! A poll of an idle choice tries the arms in the plan's order (uniformly random for a
+//! fair choice, written order for a biased one), each under its own channel's lock; the
+//! first that can complete fires. If none can, it locks the distinct channels of its
+//! enabled arms in address order, tries them all once more, and registers every arm
+//! under those locks, so no counterpart sees half a registration and none slips in
+//! between the last try and the registration; then it waits for a counterpart to claim
+//! the flag for one arm. The poll after that claim
 //! unlinks the other arms' entries and takes the fired arm's outcome. Dropping a waiting
 //! choice cancels the flag under all its locks: either nobody claimed it (and nobody can
 //! now), or one arm fired and only that arm's operation took effect (a received value
@@ -96,25 +98,35 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// Plans a choice over the enabled arms of `arms`; false if none is enabled.
-    pub(crate) fn prepare(&mut self, arms: &dyn ArmSet, biased: bool) -> bool {
+    pub(crate) fn prepare<A: ArmSet + ?Sized>(&mut self, arms: &A, biased: bool) -> bool {
         self.order
             .fill((0..arms.count()).filter(|&i| arms.arm(i).is_some()));
         if !biased {
             rng::shuffle(self.order.as_mut_slice());
         }
-        let addr = |i: &usize| arms.arm(*i).map_or(0, |arm| arm.lock_addr());
-        let mut by_addr = Indices::default();
-        by_addr.fill(self.order.as_slice().iter().copied());
-        by_addr.as_mut_slice().sort_unstable_by_key(addr);
-        let sorted = by_addr.as_slice();
+        // Each arm's lock address, looked up once, then sorted and deduplicated.
+        let order = self.order.as_slice();
+        let addr = |i: usize| self.enabled(arms, i).lock_addr();
+        let mut inline = [(0, 0); INLINE_ARMS];
+        let mut heap = Vec::new();
+        let keyed: &mut [(usize, usize)] = if order.len() <= INLINE_ARMS {
+            for (slot, &i) in inline.iter_mut().zip(order) {
+                *slot = (addr(i), i);
+            }
+            &mut inline[..order.len()]
+        } else {
+            heap.extend(order.iter().map(|&i| (addr(i), i)));
+            &mut heap
+        };
+        keyed.sort_unstable();
         self.locks.fill(
-            sorted
+            keyed
                 .iter()
                 .enumerate()
-                .filter(|&(k, i)| k == 0 || addr(&sorted[k - 1]) != addr(i))
-                .map(|(_, &i)| i),
+                .filter(|&(k, &(a, _))| k == 0 || keyed[k - 1].0 != a)
+                .map(|(_, &(_, i))| i),
         );
-        !self.order.as_slice().is_empty()
+        !order.is_empty()
     }
 
     /// Distinct channels the choice spans.
@@ -122,12 +134,12 @@ impl Plan {
         self.locks.as_slice().len()
     }
 
-    fn enabled<'s>(&self, arms: &'s dyn ArmSet, i: usize) -> &'s dyn Operation {
+    fn enabled<'s, A: ArmSet + ?Sized>(&self, arms: &'s A, i: usize) -> &'s dyn Operation {
         arms.arm(i)
             .expect("csp: an arm was disabled while its choice was in progress")
     }
 
-    fn lock(&self, arms: &dyn ArmSet) {
+    fn lock<A: ArmSet + ?Sized>(&self, arms: &A) {
         for &i in self.locks.as_slice() {
             self.enabled(arms, i).lock();
         }
@@ -135,7 +147,7 @@ impl Plan {
 
     /// # Safety
     /// The caller holds the locks (from `lock`).
-    unsafe fn unlock(&self, arms: &dyn ArmSet) {
+    unsafe fn unlock<A: ArmSet + ?Sized>(&self, arms: &A) {
         for &i in self.locks.as_slice().iter().rev() {
             // SAFETY: per the caller.
             unsafe { self.enabled(arms, i).unlock() };
@@ -146,9 +158,9 @@ impl Plan {
     ///
     /// # Safety
     /// The caller holds the locks.
-    unsafe fn try_arms(
+    unsafe fn try_arms<A: ArmSet + ?Sized>(
         &self,
-        arms: &dyn ArmSet,
+        arms: &A,
         claim: &Claim,
         wakes: &mut Wakes,
     ) -> Option<usize> {
@@ -158,11 +170,29 @@ impl Plan {
         })
     }
 
+    /// Tries the arms in order, each under its own channel's lock only: the quick pass
+    /// of an idle choice. Sound without holding every lock, because the choice's flag
+    /// is idle (registered nowhere), so no counterpart can reach it: each try is an
+    /// independent attempt, and the first to complete is the one arm that fires.
+    fn try_each<A: ArmSet + ?Sized>(&self, arms: &A, claim: &Claim) -> Option<usize> {
+        self.order.as_slice().iter().copied().find(|&i| {
+            let arm = self.enabled(arms, i);
+            let mut wakes = Wakes::default();
+            arm.lock();
+            // SAFETY: the arm's lock is held.
+            let fired = unsafe { arm.try_now(claim, &mut wakes) };
+            // SAFETY: the arm's lock is held.
+            unsafe { arm.unlock() };
+            wakes.run();
+            fired
+        })
+    }
+
     /// Unlinks every arm's entry (the fired one's is already unlinked).
     ///
     /// # Safety
     /// The caller holds the locks.
-    unsafe fn unregister_all(&self, arms: &dyn ArmSet) {
+    unsafe fn unregister_all<A: ArmSet + ?Sized>(&self, arms: &A) {
         for &i in self.order.as_slice() {
             // SAFETY: per the caller.
             unsafe { self.enabled(arms, i).unregister() };
@@ -205,16 +235,9 @@ impl Choice {
     }
 
     /// Fires the first arm that can complete now, without waiting.
-    pub(crate) fn try_now(&self, arms: &dyn ArmSet, plan: &Plan) -> Option<usize> {
+    pub(crate) fn try_now<A: ArmSet + ?Sized>(&self, arms: &A, plan: &Plan) -> Option<usize> {
         debug_assert!(!self.waiting);
-        let mut wakes = Wakes::default();
-        plan.lock(arms);
-        // SAFETY: the locks are held.
-        let fired = unsafe { plan.try_arms(arms, &self.claim, &mut wakes) };
-        // SAFETY: the locks are held.
-        unsafe { plan.unlock(arms) };
-        wakes.run();
-        fired
+        plan.try_each(arms, &self.claim)
     }
 
     /// Drives the choice: `Ready(i)` once arm `i` fired (its outcome is in the arm).
@@ -222,9 +245,9 @@ impl Choice {
     /// # Safety
     /// `self` stays pinned, and `arms` and `plan` unchanged, until this returns `Ready`
     /// or [`cancel`](Self::cancel) is called.
-    pub(crate) unsafe fn poll(
+    pub(crate) unsafe fn poll<A: ArmSet + ?Sized>(
         &mut self,
-        arms: &dyn ArmSet,
+        arms: &A,
         plan: &Plan,
         cx: &mut Context<'_>,
     ) -> Poll<usize> {
@@ -249,7 +272,18 @@ impl Choice {
         Poll::Ready(self.finish(arms, plan))
     }
 
-    fn start(&mut self, arms: &dyn ArmSet, plan: &Plan, cx: &mut Context<'_>) -> Poll<usize> {
+    fn start<A: ArmSet + ?Sized>(
+        &mut self,
+        arms: &A,
+        plan: &Plan,
+        cx: &mut Context<'_>,
+    ) -> Poll<usize> {
+        // The quick pass: an arm ready now fires with one channel locked at a time.
+        if let Some(fired) = plan.try_each(arms, &self.claim) {
+            return Poll::Ready(fired);
+        }
+        // None was: under every lock, try once more (a counterpart may have come since)
+        // and register all the arms, so none can be missed between the two.
         // Made before locking: a foreign waker's clone is foreign code.
         let owner = Owner::from_waker(cx.waker());
         let mut wakes = Wakes::default();
@@ -279,7 +313,7 @@ impl Choice {
     }
 
     /// The flag fired: unlink the other arms and take the fired arm's outcome.
-    fn finish(&mut self, arms: &dyn ArmSet, plan: &Plan) -> usize {
+    fn finish<A: ArmSet + ?Sized>(&mut self, arms: &A, plan: &Plan) -> usize {
         let Seen::Claimed(fired) = self.claim.seen() else {
             unreachable!("csp: finishing a choice whose flag did not fire")
         };
@@ -299,7 +333,7 @@ impl Choice {
 
     /// Gives up a waiting choice: afterwards no arm can fire. Returns the arm that had
     /// fired already, if any, after undoing what it can (`Operation::abandon`).
-    pub(crate) fn cancel(&mut self, arms: &dyn ArmSet, plan: &Plan) -> Option<usize> {
+    pub(crate) fn cancel<A: ArmSet + ?Sized>(&mut self, arms: &A, plan: &Plan) -> Option<usize> {
         if !self.waiting {
             return None;
         }

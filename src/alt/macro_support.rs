@@ -162,33 +162,64 @@ impl<T> ManyArms for RecvAnyArm<'_, T> {
 
 /// The arms of an `alt!`, as the choice engine sees them: one index per operation,
 /// a `recv_any` arm's operations side by side.
-struct Arms<'a, const N: usize>([Option<ArmRef<'a>>; N]);
+struct Arms<'a, const N: usize> {
+    arms: [Option<ArmRef<'a>>; N],
+    /// The engine index of each arm's first operation; `None` when every arm has one
+    /// operation (no `recv_any`), so engine indices are arm positions.
+    starts: Option<[usize; N]>,
+    /// Operations in all.
+    count: usize,
+}
 
-impl<const N: usize> Arms<'_, N> {
-    /// The arm (as written) and the operation within it of engine index `i`.
-    fn locate(&self, mut i: usize) -> Option<(usize, usize, Slot<'_>)> {
-        for (k, arm) in self.0.iter().enumerate() {
-            let len = arm.map_or(0, |arm| arm.0.len());
-            if i < len {
-                return arm.map(|arm| (k, i, arm.0));
-            }
-            i -= len;
+impl<'a, const N: usize> Arms<'a, N> {
+    fn new(arms: [Option<ArmRef<'a>>; N]) -> Self {
+        let many = arms
+            .iter()
+            .flatten()
+            .any(|arm| matches!(arm.0, Slot::Many(_)));
+        if !many {
+            return Arms {
+                arms,
+                starts: None,
+                count: N,
+            };
         }
-        None
+        let mut starts = [0; N];
+        let mut count = 0;
+        for (start, arm) in starts.iter_mut().zip(&arms) {
+            *start = count;
+            count += arm.map_or(1, |arm| arm.0.len());
+        }
+        Arms {
+            arms,
+            starts: Some(starts),
+            count,
+        }
+    }
+
+    /// The arm (as written) and the operation within it of engine index `i`.
+    fn locate(&self, i: usize) -> (usize, usize) {
+        match &self.starts {
+            None => (i, 0),
+            Some(starts) => {
+                let arm = starts.partition_point(|&start| start <= i) - 1;
+                (arm, i - starts[arm])
+            }
+        }
     }
 }
 
 impl<const N: usize> ArmSet for Arms<'_, N> {
     fn count(&self) -> usize {
-        self.0.iter().flatten().map(|arm| arm.0.len()).sum()
+        self.count
     }
 
     fn arm(&self, i: usize) -> Option<&dyn Operation> {
-        let (_, within, slot) = self.locate(i)?;
-        Some(match slot {
-            Slot::One(op) => op,
-            Slot::Many(many) => many.get(within),
-        })
+        let (arm, within) = self.locate(i);
+        match self.arms[arm]?.0 {
+            Slot::One(op) => Some(op),
+            Slot::Many(many) => (within < many.len()).then(|| many.get(within)),
+        }
     }
 }
 
@@ -202,7 +233,7 @@ pub fn alt<const N: usize>(
     has_default: bool,
 ) -> AltFuture<'_, N> {
     AltFuture {
-        arms: Arms(arms),
+        arms: Arms::new(arms),
         plan: Plan::default(),
         choice: Choice::new(),
         biased,
@@ -257,8 +288,7 @@ impl<const N: usize> Future for AltFuture<'_, N> {
             // choice completes or is cancelled on drop.
             None => std::task::ready!(unsafe { this.choice.poll(&this.arms, &this.plan, cx) }),
         };
-        let (arm, within, _) = this.arms.locate(fired).expect("csp: the fired arm exists");
-        Poll::Ready((arm, within))
+        Poll::Ready(this.arms.locate(fired))
     }
 }
 
