@@ -181,8 +181,35 @@ macro_rules! channel_lock {
     };
 }
 
+/// Linking a receive's or a send's entry in its side's wait list.
+macro_rules! wait_list_entry {
+    ($side:expr) => {
+        unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, wakes: &mut Wakes) {
+            // SAFETY: the caller holds the lock; the op is pinned and unregisters before
+            // it is dropped (the choice's contract), and `claim` outlives the
+            // registration.
+            unsafe {
+                self.waiter.set_choice(claim, arm);
+                self.chan
+                    .state_mut()
+                    .register($side, NonNull::from(&self.waiter), wakes);
+            }
+        }
+
+        unsafe fn unregister(&self) {
+            // SAFETY: the caller holds the lock.
+            unsafe {
+                self.chan
+                    .state_mut()
+                    .unregister($side, NonNull::from(&self.waiter))
+            }
+        }
+    };
+}
+
 impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
     channel_lock!();
+    wait_list_entry!(Side::Recv);
 
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
@@ -193,26 +220,6 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
                 true
             }
             None => false,
-        }
-    }
-
-    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, wakes: &mut Wakes) {
-        // SAFETY: the caller holds the lock; the op is pinned and unregisters before it
-        // is dropped (the choice's contract), and `claim` outlives the registration.
-        unsafe {
-            self.waiter.set_choice(claim, arm);
-            self.chan
-                .state_mut()
-                .register(Side::Recv, NonNull::from(&self.waiter), wakes);
-        }
-    }
-
-    unsafe fn unregister(&self) {
-        // SAFETY: the caller holds the lock.
-        unsafe {
-            self.chan
-                .state_mut()
-                .unregister(Side::Recv, NonNull::from(&self.waiter))
         }
     }
 
@@ -237,6 +244,7 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
 
 impl<T> Operation for SendOp<'_, T> {
     channel_lock!();
+    wait_list_entry!(Side::Send);
 
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
@@ -258,25 +266,6 @@ impl<T> Operation for SendOp<'_, T> {
                 unsafe { self.waiter.with_slot(|slot| *slot = Some(value)) };
                 false
             }
-        }
-    }
-
-    unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, wakes: &mut Wakes) {
-        // SAFETY: as for `RecvOp::register`.
-        unsafe {
-            self.waiter.set_choice(claim, arm);
-            self.chan
-                .state_mut()
-                .register(Side::Send, NonNull::from(&self.waiter), wakes);
-        }
-    }
-
-    unsafe fn unregister(&self) {
-        // SAFETY: the caller holds the lock.
-        unsafe {
-            self.chan
-                .state_mut()
-                .unregister(Side::Send, NonNull::from(&self.waiter))
         }
     }
 
@@ -318,7 +307,7 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
     }
 
     unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, _wakes: &mut Wakes) {
-        // SAFETY: as for `RecvOp::register`.
+        // SAFETY: as for `wait_list_entry!`'s `register`.
         unsafe {
             self.waiter.set_choice(claim, arm);
             self.chan
@@ -360,7 +349,7 @@ impl<T> Operation for ClosedOp<'_, T> {
     }
 
     unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, _wakes: &mut Wakes) {
-        // SAFETY: as for `RecvOp::register`.
+        // SAFETY: as for `wait_list_entry!`'s `register`.
         unsafe {
             self.waiter.set_choice(claim, arm);
             self.chan.state_mut().watch(NonNull::from(&self.waiter));
