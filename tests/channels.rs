@@ -25,7 +25,7 @@ use futures::{FutureExt, StreamExt};
 
 mod common;
 
-use common::{Counter, CountingWaker, Tracked, bounded, panic_message, runtime, wait_until};
+use common::{Counter, CountingWaker, Rng, Tracked, bounded, panic_message, runtime, wait_until};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -155,28 +155,6 @@ async fn cancel_after<F: Future>(polls: u32, op_first: bool, future: F) -> Optio
             Either::Left(((), _)) => None,
             Either::Right((out, _)) => Some(out),
         }
-    }
-}
-
-/// xorshift64*: a small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
