@@ -346,23 +346,28 @@ fn alt_storm_conserves_values() {
                 let (a_rx, b_rx, received) = (a_rx.clone(), b_rx.clone(), received.clone());
                 consumers.push(csp::spawn(async move {
                     let mut seen = Vec::new();
-                    loop {
+                    // A channel closed and drained is left out; stop when both are.
+                    let mut open = [true, true];
+                    while open.contains(&true) {
+                        let guard = open;
                         // Sometimes give up waiting (cancel the alt) and come back.
                         let attempt = async {
                             csp::alt! {
-                                recv(a_rx) -> v => v.ok(),
-                                recv(b_rx) -> v => v.ok(),
+                                recv(a_rx) -> v if guard[0] => (0, v.ok()),
+                                recv(b_rx) -> v if guard[1] => (1, v.ok()),
                             }
                         };
                         let raced =
                             futures::future::select(Box::pin(attempt), Box::pin(csp::yield_now()))
                                 .await;
                         match raced {
-                            futures::future::Either::Left((Some(v), _)) => {
+                            futures::future::Either::Left(((_, Some(v)), _)) => {
                                 received.fetch_add(1, Ordering::SeqCst);
                                 seen.push(v);
                             }
-                            futures::future::Either::Left((None, _)) => break,
+                            futures::future::Either::Left(((channel, None), _)) => {
+                                open[channel] = false;
+                            }
                             futures::future::Either::Right(_) => {}
                         }
                     }
