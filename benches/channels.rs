@@ -6,26 +6,15 @@
 
 use std::time::Duration;
 
-use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "common/workloads.rs"]
 mod workloads;
 
-use workloads::{CHANNEL_WORKLOADS, Executor, WORKER_THREADS};
+use workloads::CHANNEL_WORKLOADS;
 
 fn channels(c: &mut Criterion) {
-    let csp = csp::Runtime::with_workers(WORKER_THREADS);
-    let tokio = tokio::runtime::Runtime::with_workers(WORKER_THREADS);
-    for workload in CHANNEL_WORKLOADS {
-        let mut group = c.benchmark_group(workload.name);
-        // One iteration takes tens to hundreds of milliseconds: flat sampling keeps the
-        // sample count modest.
-        group.sampling_mode(SamplingMode::Flat);
-        group.throughput(Throughput::Elements(workload.elements));
-        group.bench_function("csp", |b| b.iter(|| (workload.csp)(&csp)));
-        group.bench_function("tokio", |b| b.iter(|| (workload.tokio)(&tokio)));
-        group.finish();
-    }
+    workloads::bench_groups(c, CHANNEL_WORKLOADS);
 }
 
 criterion_group! {

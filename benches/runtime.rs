@@ -5,24 +5,15 @@
 
 use std::time::Duration;
 
-use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "common/workloads.rs"]
 mod workloads;
 
-use workloads::{Executor, WORKER_THREADS, WORKLOADS};
+use workloads::WORKLOADS;
 
 fn csp_vs_tokio(c: &mut Criterion) {
-    let csp = csp::Runtime::with_workers(WORKER_THREADS);
-    let tokio = tokio::runtime::Runtime::with_workers(WORKER_THREADS);
-    for workload in WORKLOADS {
-        let mut group = c.benchmark_group(workload.name);
-        // One iteration takes milliseconds: flat sampling keeps the sample count modest.
-        group.sampling_mode(SamplingMode::Flat);
-        group.bench_function("csp", |b| b.iter(|| (workload.csp)(&csp)));
-        group.bench_function("tokio", |b| b.iter(|| (workload.tokio)(&tokio)));
-        group.finish();
-    }
+    workloads::bench_groups(c, WORKLOADS);
 }
 
 criterion_group! {

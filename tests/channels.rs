@@ -1829,46 +1829,34 @@ fn stress_unbounded_with_random_cancellation() {
 /// the close), a refused value is never also received.
 #[test]
 fn stress_close_mid_way() {
-    bounded(stress_secs(), || {
-        for (i, kind) in KINDS.into_iter().enumerate() {
-            for seed in 0..12 * stress_scale() as u64 {
-                stress(Stress {
-                    kind,
-                    producers: 4,
-                    consumers: 3,
-                    per_producer: 400,
-                    cancel_sends: seed % 3 != 0,
-                    cancel_recvs: seed % 3 == 2,
-                    close_mid_way: true,
-                    consumers_quit: false,
-                    seed: 1000 + 10 * i as u64 + seed,
-                });
-            }
-        }
-    });
+    bounded(stress_secs(), || stress_every_kind(1000, true, false));
 }
 
 /// Consumers drop their Receivers part-way: once the last is gone, sends fail with their
 /// values, buffered values are dropped, and nothing is dropped twice.
 #[test]
 fn stress_receivers_quit_early() {
-    bounded(stress_secs(), || {
-        for (i, kind) in KINDS.into_iter().enumerate() {
-            for seed in 0..12 * stress_scale() as u64 {
-                stress(Stress {
-                    kind,
-                    producers: 4,
-                    consumers: 3,
-                    per_producer: 400,
-                    cancel_sends: seed % 3 != 0,
-                    cancel_recvs: seed % 3 == 2,
-                    close_mid_way: false,
-                    consumers_quit: true,
-                    seed: 2000 + 10 * i as u64 + seed,
-                });
-            }
+    bounded(stress_secs(), || stress_every_kind(2000, false, true));
+}
+
+/// Runs `stress` on every kind of channel over a range of seeds (from `base`), with
+/// sends and receives cancelled in varying mixes.
+fn stress_every_kind(base: u64, close_mid_way: bool, consumers_quit: bool) {
+    for (i, kind) in KINDS.into_iter().enumerate() {
+        for seed in 0..12 * stress_scale() as u64 {
+            stress(Stress {
+                kind,
+                producers: 4,
+                consumers: 3,
+                per_producer: 400,
+                cancel_sends: seed % 3 != 0,
+                cancel_recvs: seed % 3 == 2,
+                close_mid_way,
+                consumers_quit,
+                seed: base + 10 * i as u64 + seed,
+            });
         }
-    });
+    }
 }
 
 /// A hand-over to a waiting receiver racing that receiver's cancellation, on two

@@ -252,6 +252,23 @@ pub struct Workload {
     pub elements: u64,
 }
 
+/// One criterion group per workload, with a `csp` and a `tokio` function each, on
+/// runtimes built once with the same number of workers. Throughput is in the workload's
+/// elements (messages, spawns, yields); sampling is flat, as an iteration takes
+/// milliseconds to seconds.
+pub fn bench_groups(c: &mut criterion::Criterion, workloads: &[Workload]) {
+    let csp = csp::Runtime::with_workers(WORKER_THREADS);
+    let tokio = tokio::runtime::Runtime::with_workers(WORKER_THREADS);
+    for workload in workloads {
+        let mut group = c.benchmark_group(workload.name);
+        group.sampling_mode(criterion::SamplingMode::Flat);
+        group.throughput(criterion::Throughput::Elements(workload.elements));
+        group.bench_function("csp", |b| b.iter(|| (workload.csp)(&csp)));
+        group.bench_function("tokio", |b| b.iter(|| (workload.tokio)(&tokio)));
+        group.finish();
+    }
+}
+
 /// Every workload, in the order they are reported.
 pub const WORKLOADS: &[Workload] = &[
     Workload {

@@ -92,7 +92,8 @@ impl Indices {
 pub(crate) struct Plan {
     /// Enabled arms, in the order they are tried.
     order: Indices,
-    /// One arm per distinct channel, sorted by lock address.
+    /// One arm per distinct channel, sorted by lock address (filled by `plan_locks`,
+    /// once the quick pass found no arm ready).
     locks: Indices,
 }
 
@@ -104,6 +105,12 @@ impl Plan {
         if !biased {
             rng::shuffle(self.order.as_mut_slice());
         }
+        !self.order.as_slice().is_empty()
+    }
+
+    /// Orders the arms' channels for locking them all: needed only when no arm was
+    /// ready in the quick pass, so not done for a choice that completes at once.
+    fn plan_locks<A: ArmSet + ?Sized>(&mut self, arms: &A) {
         // Each arm's lock address, looked up once, then sorted and deduplicated.
         let order = self.order.as_slice();
         let addr = |i: usize| self.enabled(arms, i).lock_addr();
@@ -126,7 +133,6 @@ impl Plan {
                 .filter(|&(k, &(a, _))| k == 0 || keyed[k - 1].0 != a)
                 .map(|(_, &(_, i))| i),
         );
-        !order.is_empty()
     }
 
     /// Distinct channels the choice spans.
@@ -248,7 +254,7 @@ impl Choice {
     pub(crate) unsafe fn poll<A: ArmSet + ?Sized>(
         &mut self,
         arms: &A,
-        plan: &Plan,
+        plan: &mut Plan,
         cx: &mut Context<'_>,
     ) -> Poll<usize> {
         if !self.waiting {
@@ -275,13 +281,14 @@ impl Choice {
     fn start<A: ArmSet + ?Sized>(
         &mut self,
         arms: &A,
-        plan: &Plan,
+        plan: &mut Plan,
         cx: &mut Context<'_>,
     ) -> Poll<usize> {
         // The quick pass: an arm ready now fires with one channel locked at a time.
         if let Some(fired) = plan.try_each(arms, &self.claim) {
             return Poll::Ready(fired);
         }
+        plan.plan_locks(arms);
         // None was: under every lock, try once more (a counterpart may have come since)
         // and register all the arms, so none can be missed between the two.
         // Made before locking: a foreign waker's clone is foreign code.

@@ -286,7 +286,7 @@ impl<const N: usize> Future for AltFuture<'_, N> {
             Some(fired) => fired,
             // SAFETY: `this` is pinned, and the arms and plan stay unchanged until the
             // choice completes or is cancelled on drop.
-            None => std::task::ready!(unsafe { this.choice.poll(&this.arms, &this.plan, cx) }),
+            None => std::task::ready!(unsafe { this.choice.poll(&this.arms, &mut this.plan, cx) }),
         };
         Poll::Ready(this.arms.locate(fired))
     }

@@ -347,7 +347,8 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
         }
         // SAFETY: `this` is pinned, and the plan and arms stay unchanged (borrowed
         // mutably by this future) until the choice completes or is cancelled on drop.
-        let fired = std::task::ready!(unsafe { this.choice.poll(&select.arms, &select.plan, cx) });
+        let fired =
+            std::task::ready!(unsafe { this.choice.poll(&select.arms, &mut select.plan, cx) });
         let select = this.select.take().expect("checked above");
         Poll::Ready(Selected::new(&mut select.arms, fired))
     }

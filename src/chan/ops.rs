@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 
 use crate::alt::claim::{Claim, Wakes};
 use crate::alt::operation::Operation;
-use crate::chan::core::{Chan, Side, State};
+use crate::chan::core::{Chan, Side};
 use crate::chan::error::{RecvError, SendError};
 use crate::chan::future::Outcome;
 use crate::chan::waiter::Waiter;
@@ -17,15 +17,14 @@ use crate::task::WaitOn;
 pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>> {
     chan: C,
     waiter: Waiter<T>,
-    /// The outcome; owner-only.
-    result: UnsafeCell<Option<Result<T, RecvError>>>,
+    result: ResultCell<Result<T, RecvError>>,
 }
 
 /// Sending one value; the value waits in the entry's slot.
 pub(crate) struct SendOp<'a, T> {
     chan: &'a Chan<T>,
     waiter: Waiter<T>,
-    result: UnsafeCell<Option<Result<(), SendError<T>>>>,
+    result: ResultCell<Result<(), SendError<T>>>,
 }
 
 /// Receiving for `poll_recv` and the `Stream`: takes a value if one is there, else
@@ -34,7 +33,27 @@ pub(crate) struct SendOp<'a, T> {
 pub(crate) struct ReadOp<T, C: Deref<Target = Chan<T>>> {
     chan: C,
     waiter: Waiter<()>,
-    result: UnsafeCell<Option<Result<T, RecvError>>>,
+    result: ResultCell<Result<T, RecvError>>,
+}
+
+/// An operation's outcome: written under the channel lock by the try, or by the owner
+/// once its claim fired, and read by the owner; never by anyone else.
+struct ResultCell<R>(UnsafeCell<Option<R>>);
+
+impl<R> ResultCell<R> {
+    fn new() -> Self {
+        ResultCell(UnsafeCell::new(None))
+    }
+
+    fn set(&self, result: R) {
+        // SAFETY: owner-only (see the type's docs).
+        self.0.with_mut(|r| unsafe { *r = Some(result) });
+    }
+
+    fn take(&self) -> Option<R> {
+        // SAFETY: owner-only.
+        self.0.with_mut(|r| unsafe { (*r).take() })
+    }
 }
 
 /// Waiting for the channel to close.
@@ -48,7 +67,7 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
         RecvOp {
             chan,
             waiter: Waiter::new(None),
-            result: UnsafeCell::new(None),
+            result: ResultCell::new(),
         }
     }
 
@@ -58,13 +77,7 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
 
     /// The outcome, once the choice completed this arm.
     pub(crate) fn take_result(&self) -> Option<Result<T, RecvError>> {
-        // SAFETY: the result is owner-only, and the owner calls this.
-        self.result.with_mut(|r| unsafe { (*r).take() })
-    }
-
-    fn set_result(&self, result: Result<T, RecvError>) {
-        // SAFETY: owner-only (under the lock in `try_now`, or after the claim fired).
-        self.result.with_mut(|r| unsafe { *r = Some(result) });
+        self.result.take()
     }
 }
 
@@ -73,7 +86,7 @@ impl<'a, T> SendOp<'a, T> {
         SendOp {
             chan,
             waiter: Waiter::new(Some(value)),
-            result: UnsafeCell::new(None),
+            result: ResultCell::new(),
         }
     }
 
@@ -83,13 +96,7 @@ impl<'a, T> SendOp<'a, T> {
 
     /// The outcome, once the choice completed this arm.
     pub(crate) fn take_result(&self) -> Option<Result<(), SendError<T>>> {
-        // SAFETY: owner-only.
-        self.result.with_mut(|r| unsafe { (*r).take() })
-    }
-
-    fn set_result(&self, result: Result<(), SendError<T>>) {
-        // SAFETY: owner-only.
-        self.result.with_mut(|r| unsafe { *r = Some(result) });
+        self.result.take()
     }
 }
 
@@ -98,14 +105,13 @@ impl<T, C: Deref<Target = Chan<T>>> ReadOp<T, C> {
         ReadOp {
             chan,
             waiter: Waiter::new(None),
-            result: UnsafeCell::new(None),
+            result: ResultCell::new(),
         }
     }
 
     /// The outcome: `None` if the op completed only by being woken (look again).
     pub(crate) fn take_result(&self) -> Option<Result<T, RecvError>> {
-        // SAFETY: owner-only.
-        self.result.with_mut(|r| unsafe { (*r).take() })
+        self.result.take()
     }
 }
 
@@ -118,25 +124,34 @@ impl<'a, T> ClosedOp<'a, T> {
     }
 }
 
-/// A receiver's attempt under the lock: a value, or `Err(RecvError)` once the channel
-/// is closed and drained; `None` if it must wait.
-fn try_take<T>(
-    state: &mut State<T>,
+/// A receive attempt under the lock: stores a value, or `Err(RecvError)` once the
+/// channel is closed and drained, in `result`; false if the receiver must wait.
+///
+/// # Safety
+/// The caller holds `chan`'s lock.
+unsafe fn receive_now<T>(
+    chan: &Chan<T>,
     own: &Claim,
     wakes: &mut Wakes,
-) -> Option<Result<T, RecvError>> {
+    result: &ResultCell<Result<T, RecvError>>,
+) -> bool {
+    // SAFETY: per the caller.
+    let state = unsafe { chan.state_mut() };
     match state.take(Some(own), wakes) {
-        Some(value) => Some(Ok(value)),
-        None if state.is_closed() => Some(Err(RecvError)),
-        None => None,
+        Some(value) => result.set(Ok(value)),
+        None if state.is_closed() => result.set(Err(RecvError)),
+        None => return false,
     }
+    true
 }
 
-/// Gives a received value nobody will read back to its channel, ahead of the others.
-fn give_back<T>(chan: &Chan<T>, value: T) {
-    let mut wakes = Wakes::default();
-    chan.lock().give_back(value, &mut wakes);
-    wakes.run();
+/// A received value nobody will read goes back to its channel, ahead of the others.
+fn give_back_unread<T>(chan: &Chan<T>, result: &ResultCell<Result<T, RecvError>>) {
+    if let Some(Ok(value)) = result.take() {
+        let mut wakes = Wakes::default();
+        chan.lock().give_back(value, &mut wakes);
+        wakes.run();
+    }
 }
 
 impl<T, C: Deref<Target = Chan<T>>> Outcome for RecvOp<T, C> {
@@ -213,26 +228,17 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
 
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
-        let state = unsafe { self.chan.state_mut() };
-        match try_take(state, own, wakes) {
-            Some(result) => {
-                self.set_result(result);
-                true
-            }
-            None => false,
-        }
+        unsafe { receive_now(&self.chan, own, wakes, &self.result) }
     }
 
     unsafe fn take_fired(&self) {
         // SAFETY: the claim fired this arm: the slot is the owner's again.
         let value = unsafe { self.waiter.with_slot(Option::take) };
-        self.set_result(value.ok_or(RecvError));
+        self.result.set(value.ok_or(RecvError));
     }
 
     fn abandon(&self) {
-        if let Some(Ok(value)) = self.take_result() {
-            give_back(&self.chan, value);
-        }
+        give_back_unread(&self.chan, &self.result);
     }
 
     fn describe(&self) -> WaitOn {
@@ -253,12 +259,12 @@ impl<T> Operation for SendOp<'_, T> {
         let value = unsafe { self.waiter.with_slot(Option::take) }
             .expect("csp: a send operation lost its value");
         if state.is_closed() {
-            self.set_result(Err(SendError(value)));
+            self.result.set(Err(SendError(value)));
             return true;
         }
         match state.give(value, self.chan.cap(), Some(own), wakes) {
             Ok(()) => {
-                self.set_result(Ok(()));
+                self.result.set(Ok(()));
                 true
             }
             Err(value) => {
@@ -273,7 +279,7 @@ impl<T> Operation for SendOp<'_, T> {
         // SAFETY: the claim fired this arm: the slot is the owner's again. A value still
         // there means the close fired it, not a receiver.
         let value = unsafe { self.waiter.with_slot(Option::take) };
-        self.set_result(match value {
+        self.result.set(match value {
             None => Ok(()),
             Some(value) => Err(SendError(value)),
         });
@@ -295,15 +301,7 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
 
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
-        let state = unsafe { self.chan.state_mut() };
-        match try_take(state, own, wakes) {
-            Some(result) => {
-                // SAFETY: owner-only.
-                self.result.with_mut(|r| unsafe { *r = Some(result) });
-                true
-            }
-            None => false,
-        }
+        unsafe { receive_now(&self.chan, own, wakes, &self.result) }
     }
 
     unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, _wakes: &mut Wakes) {
@@ -328,9 +326,7 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
     unsafe fn take_fired(&self) {}
 
     fn abandon(&self) {
-        if let Some(Ok(value)) = self.take_result() {
-            give_back(&self.chan, value);
-        }
+        give_back_unread(&self.chan, &self.result);
     }
 
     fn describe(&self) -> WaitOn {
