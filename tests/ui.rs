@@ -1,9 +1,10 @@
-//! The syntax of `alt!` and `prialt!`: every documented form compiles, and malformed
-//! input fails with an error pointing at the offending tokens.
+//! The syntax of csp's macros: every documented form compiles, and malformed input fails
+//! with an error pointing at the offending tokens. One test per macro family, each over
+//! its own folder of cases.
 
 #[test]
 fn alt_syntax() {
     let cases = trybuild::TestCases::new();
-    cases.pass("tests/ui/pass/*.rs");
-    cases.compile_fail("tests/ui/fail/*.rs");
+    cases.pass("tests/ui/alt/pass/*.rs");
+    cases.compile_fail("tests/ui/alt/fail/*.rs");
 }
