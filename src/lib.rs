@@ -52,6 +52,7 @@ mod id;
 pub(crate) mod loom;
 mod runtime;
 mod task;
+mod time;
 mod tuning;
 
 pub use alt::{Select, SelectFuture, Selected};
@@ -138,3 +139,4 @@ pub use runtime::{
     yield_now,
 };
 pub use task::{JoinError, JoinHandle};
+pub use time::{Elapsed, Sleep, Timeout, after, sleep, sleep_until, tick, timeout};

@@ -49,6 +49,14 @@ impl Owner {
         }
     }
 
+    /// True if waking `self` would wake the owner behind `waker`.
+    pub(crate) fn will_wake(&self, waker: &Waker) -> bool {
+        match self {
+            Owner::Process(task) => process_of(waker) == Some(task.raw()),
+            Owner::Foreign(own) => own.will_wake(waker),
+        }
+    }
+
     /// Wakes the owner, consuming the reference (a process goes to the current worker's
     /// handoff slot when woken by another process of its runtime).
     #[inline]

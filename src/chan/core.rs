@@ -37,6 +37,9 @@ pub(crate) struct State<T> {
     /// value, so one that stops polling hides nothing from the others.
     readers: WaitList<()>,
     closed: bool,
+    /// Run once the last receiver is gone (after the close): how an `after`/`tick`
+    /// channel unlinks its timer.
+    on_receivers_gone: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// What a channel end points to.
@@ -308,6 +311,7 @@ impl<T> Chan<T> {
                 watchers: WaitList::default(),
                 readers: WaitList::default(),
                 closed: false,
+                on_receivers_gone: None,
             }),
             closed: AtomicBool::new(false),
             foreign: AtomicBool::new(false),
@@ -394,13 +398,22 @@ impl<T> Chan<T> {
             return;
         }
         self.close();
-        let unreceivable = {
+        let (unreceivable, hook) = {
             let mut state = self.lock();
             let mut values = std::mem::take(&mut state.returned);
             values.append(&mut state.buffer);
-            values
+            (values, state.on_receivers_gone.take())
         };
         drop(unreceivable);
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    /// Sets what to run once the last receiver is gone (one hook per channel).
+    pub(crate) fn on_receivers_gone(&self, hook: Box<dyn FnOnce() + Send>) {
+        let previous = self.lock().on_receivers_gone.replace(hook);
+        debug_assert!(previous.is_none(), "a channel takes one receivers-gone hook");
     }
 
     pub(crate) fn mark_foreign(&self) {

@@ -58,6 +58,14 @@ impl Handle {
         context::current_handle()
     }
 
+    /// The runtime a new timer binds to: the current one, or the default one outside any
+    /// runtime (and while the current one shuts down).
+    pub(crate) fn for_timer() -> Handle {
+        context::current_handle()
+            .filter(|handle| !handle.shared.is_shutdown())
+            .unwrap_or_else(super::default::handle)
+    }
+
     /// Spawns a process onto this runtime and returns its [`JoinHandle`]. The process
     /// starts running at once, whether or not the handle is awaited; dropping the
     /// handle detaches it. On a runtime that is shutting down, the handle resolves to a

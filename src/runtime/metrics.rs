@@ -38,6 +38,10 @@ pub struct Metrics {
     pub handoffs: u64,
     /// Times a worker went to sleep for lack of work.
     pub parks: u64,
+    /// Timers armed in the runtime's wheel now: pending `sleep`s and `timeout`s that
+    /// have been polled, `after` channels that have not fired and `tick` channels, each
+    /// with a live receiver.
+    pub timers_armed: u64,
 }
 
 /// One worker's counters. Only that worker writes them (spawns from outside any worker

@@ -16,6 +16,7 @@ use crate::runtime::queue::{Injector, LocalQueue, Steal, Stealer};
 use crate::runtime::registry::Registry;
 use crate::runtime::{Handle, ProcessInfo, ProcessState, context};
 use crate::task::{self, JoinHandle, NewTask, Notified, WaitOn};
+use crate::time::Timers;
 
 /// Why a process is being put on a run queue; decides where it goes (worker.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,7 @@ pub(crate) struct Shared {
     blocking: BlockingPool,
     shutdown: AtomicBool,
     workers_running: Latch,
+    timers: Timers,
 }
 
 impl Shared {
@@ -56,6 +58,7 @@ impl Shared {
             blocking: BlockingPool::new(thread_name),
             shutdown: AtomicBool::new(false),
             workers_running: Latch::new(0),
+            timers: Timers::new(),
         });
         (shared, queues)
     }
@@ -82,6 +85,10 @@ impl Shared {
 
     pub(crate) fn blocking(&self) -> &BlockingPool {
         &self.blocking
+    }
+
+    pub(crate) fn timers(&self) -> &Timers {
+        &self.timers
     }
 
     pub(crate) fn counters(&self, worker: usize) -> &WorkerCounters {
@@ -212,6 +219,7 @@ impl Shared {
         }
         self.idle.notify_all();
         self.blocking.shutdown();
+        self.timers.shutdown();
         true
     }
 
@@ -246,6 +254,7 @@ impl Shared {
             processes_alive: self.registry.processes(),
             // Relaxed: a counter, read only for metrics.
             spawned: self.remote_spawned.load(Ordering::Relaxed),
+            timers_armed: self.timers.len() as u64,
             ..Metrics::default()
         };
         metrics::sum_into(&mut m, &self.counters);

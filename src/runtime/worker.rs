@@ -9,8 +9,11 @@
 //!    row, the slot's occupant goes to the back of the queue if others wait there;
 //! 3. the head of its own FIFO queue;
 //! 4. a batch from the injector;
-//! 5. half of a random victim's queue (searching, at most half the workers at a time),
-//!    spinning a few rounds, then yielding its thread, before it parks.
+//! 5. processes woken by timers that came due (the wheel is also advanced at every
+//!    periodic injector check, so timers fire while every worker is busy);
+//! 6. half of a random victim's queue (searching, at most half the workers at a time),
+//!    spinning a few rounds, then yielding its thread, before it parks; the parking
+//!    worker that sees the wheel's earliest deadline parks with a timeout to it.
 //!
 //! The handoff slot is filled only while this worker polls a process, and is emptied by
 //! step 2 right after that poll returns, so it never holds a process while the worker
@@ -29,6 +32,7 @@ use crate::runtime::metrics::{WorkerCounters, bump};
 use crate::runtime::queue::{LocalQueue, Steal};
 use crate::runtime::{Handle, Schedule, Shared, context};
 use crate::task::Notified;
+use crate::time::timers::ParkTimeout;
 use crate::tuning::{
     GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS,
     TIGHT_SPIN_ROUNDS,
@@ -136,6 +140,10 @@ impl Local {
             if self.shared.is_shutdown() {
                 return;
             }
+            // Out of work: timers that expired may have woken some.
+            if self.shared.timers().fire_due() {
+                continue;
+            }
             if let Some(entry) = self.search() {
                 self.run_task(entry);
                 continue;
@@ -166,6 +174,8 @@ impl Local {
             if self.shared.is_shutdown() {
                 return None;
             }
+            // Timers fire even while every worker is busy.
+            self.shared.timers().fire_due();
             if let Some(entry) = self.pop_injector() {
                 return Some(entry);
             }
@@ -270,8 +280,29 @@ impl Local {
             }
             return;
         }
+        // Timers: fire what came due on the way, and arm the next deadline unless another
+        // parked worker waits for it (timers.rs).
+        let timeout = self.shared.timers().before_park();
+        if timeout == ParkTimeout::Fired {
+            idle.finish_park();
+            if was_last_searcher {
+                idle.notify_work();
+            }
+            return;
+        }
         bump(&self.counters().parks);
-        listener.wait();
+        match timeout {
+            ParkTimeout::Until(tick) => {
+                match self.shared.timers().instant_of(tick) {
+                    Some(deadline) => {
+                        listener.wait_deadline(deadline);
+                    }
+                    None => listener.wait(),
+                }
+                self.shared.timers().after_park(tick);
+            }
+            ParkTimeout::Forever | ParkTimeout::Fired => listener.wait(),
+        }
         idle.finish_park();
         // Woken for new work: go and find it as a searcher.
         if idle.try_start_searching() {

@@ -157,6 +157,12 @@ impl TaskRef {
         TaskRef(raw)
     }
 
+    /// The process referred to.
+    #[inline]
+    pub(crate) fn raw(&self) -> RawTask {
+        self.0
+    }
+
     /// Wakes the process, consuming the reference.
     #[inline]
     pub(crate) fn wake(self) {

@@ -1,0 +1,170 @@
+//! `after` and `tick`: channels fed by the wheel, so time composes with `alt!` like any
+//! other communication.
+//!
+//! Each is a capacity-1 channel whose one `Sender` lives in a [`ChannelTimer`] together
+//! with the timer's wheel entry. The channel's receivers-gone hook holds the timer, so
+//! the channel never closes while anyone can receive from it; when the last `Receiver`
+//! drops, the hook unlinks the entry and drops the timer, sender and all.
+
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use crate::chan::{Receiver, Sender, bounded};
+use crate::loom::sync::Arc;
+use crate::runtime::Handle;
+use crate::time::entry::{Action, Entry};
+use crate::time::timers::{Armed, Timers};
+
+/// Sends one value, the instant it fired, once `duration` has passed.
+///
+/// The channel has capacity 1 and never closes while its runtime lives, so once its
+/// value is taken, an `after` arm of an `alt!` is simply never ready again.
+/// `after(Duration::ZERO)` is ready at once. The timer's wheel entry goes when the last
+/// `Receiver` drops.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// # csp::block_on(async {
+/// let (_tx, rx) = csp::channel::<u32>();
+/// let start = Instant::now();
+/// let timeout = csp::after(Duration::from_millis(5));
+/// let timed_out = csp::alt! {
+///     recv(rx) -> _msg => false,
+///     recv(timeout) -> at => { assert!(at.unwrap() >= start); true },
+/// };
+/// assert!(timed_out);
+/// # });
+/// ```
+pub fn after(duration: Duration) -> Receiver<Instant> {
+    let now = Instant::now();
+    ChannelTimer::start(now.checked_add(duration), None)
+}
+
+/// Sends the instant it fired at `start + k·period` for k = 1, 2, …; a tick that finds
+/// the previous value still waiting is dropped (the waiting value keeps its instant),
+/// so a slow receiver skips ticks rather than queueing them. Never closes while its
+/// runtime lives; the timer's wheel entry goes when the last `Receiver` drops.
+///
+/// # Panics
+/// If `period` is zero.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// # csp::block_on(async {
+/// let ticks = csp::tick(Duration::from_millis(2));
+/// let first = ticks.recv().await.unwrap();
+/// let second = ticks.recv().await.unwrap();
+/// assert!(second > first);
+/// # });
+/// ```
+pub fn tick(period: Duration) -> Receiver<Instant> {
+    assert!(
+        !period.is_zero(),
+        "csp::tick: the period must be longer than zero"
+    );
+    let now = Instant::now();
+    ChannelTimer::start(now.checked_add(period), Some((now, period)))
+}
+
+/// The sending side of an `after` or `tick` channel, with its wheel entry.
+pub(crate) struct ChannelTimer {
+    /// Linked in `runtime`'s wheel while the timer waits; its action then holds a
+    /// reference to this timer.
+    entry: Entry,
+    sender: Sender<Instant>,
+    /// `tick`'s origin and period (`None`: `after`).
+    schedule: Option<(Instant, Duration)>,
+    runtime: Handle,
+}
+
+impl ChannelTimer {
+    /// Makes the channel and arms its first deadline (`None`: too far to represent,
+    /// never fires).
+    fn start(first: Option<Instant>, schedule: Option<(Instant, Duration)>) -> Receiver<Instant> {
+        let (sender, receiver) = bounded(1);
+        let runtime = Handle::for_timer();
+        let timer = Arc::new(ChannelTimer {
+            entry: Entry::new(),
+            sender,
+            schedule,
+            runtime: runtime.clone(),
+        });
+        let hook = Arc::clone(&timer);
+        receiver
+            .chan()
+            .on_receivers_gone(Box::new(move || hook.receivers_gone()));
+        let Some(first) = first else {
+            return receiver;
+        };
+        let timers = runtime.shared.timers();
+        let now = Instant::now();
+        if first <= now {
+            // `after(Duration::ZERO)`: ready at once, not at the next tick.
+            ChannelTimer::fire(timer, timers, now);
+            return receiver;
+        }
+        let tick = timers.deadline_tick(first);
+        // SAFETY: the entry lives inside the timer, which the action keeps alive while
+        // it is linked; the hook disarms it.
+        let (armed, rest) =
+            unsafe { timers.arm(timer.entry(), tick, Action::Channel(Arc::clone(&timer))) };
+        match armed {
+            Armed::Waiting { wake_a_worker } => {
+                drop(rest);
+                if wake_a_worker {
+                    runtime.shared.idle().notify_work();
+                }
+            }
+            Armed::Expired => {
+                if let Action::Channel(timer) = rest {
+                    ChannelTimer::fire(timer, timers, Instant::now());
+                }
+            }
+            // The runtime began shutting down since we looked: its timers close.
+            Armed::Shutdown => timer.close(),
+        }
+        receiver
+    }
+
+    pub(crate) fn entry(&self) -> NonNull<Entry> {
+        NonNull::from(&self.entry)
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.sender.chan().is_closed()
+    }
+
+    /// Closes the channel (its runtime shut down).
+    pub(crate) fn close(&self) {
+        self.sender.chan().close();
+    }
+
+    /// The deadline came (at `now`): send, then re-arm a `tick`.
+    pub(crate) fn fire(timer: Arc<ChannelTimer>, timers: &Timers, now: Instant) {
+        // Full: a tick nobody took yet keeps its instant; closed: nobody listens.
+        let _ = timer.sender.try_send(now);
+        let Some((origin, period)) = timer.schedule else {
+            return;
+        };
+        // The first deadline after `now`: missed ticks are skipped, not queued.
+        let periods = now.saturating_duration_since(origin).as_nanos() / period.as_nanos();
+        let next = u32::try_from(periods + 1)
+            .ok()
+            .and_then(|k| period.checked_mul(k))
+            .and_then(|offset| origin.checked_add(offset));
+        if let Some(next) = next {
+            let tick = timers.deadline_tick(next);
+            timers.rearm_channel(timer, tick);
+        }
+    }
+
+    /// The last receiver dropped (the channel is closed): unlink the entry, dropping
+    /// the wheel's reference to this timer.
+    fn receivers_gone(&self) {
+        // SAFETY: the entry is inside `self`, alive, and armed in no other wheel.
+        let action = unsafe { self.runtime.shared.timers().disarm(self.entry()) };
+        drop(action);
+    }
+}

@@ -1,0 +1,211 @@
+//! `sleep` and `sleep_until`: a future that completes at a deadline.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use pin_project_lite::pin_project;
+
+use crate::alt::claim::Owner;
+use crate::runtime::Handle;
+use crate::time::entry::{Action, Entry};
+use crate::time::timers::{Armed, Rewake};
+
+/// Waits until `duration` has elapsed.
+///
+/// The timer is armed in the wheel of the runtime the future is first polled on (or of
+/// the default runtime, when polled outside any csp runtime: inside tokio, on a plain
+/// thread), and removed from it when the future is dropped. It completes no earlier than
+/// asked and, on an idle machine, within about a millisecond after.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// # csp::block_on(async {
+/// let start = Instant::now();
+/// csp::sleep(Duration::from_millis(5)).await;
+/// assert!(start.elapsed() >= Duration::from_millis(5));
+/// # });
+/// ```
+pub fn sleep(duration: Duration) -> Sleep {
+    let now = Instant::now();
+    Sleep::new(now.checked_add(duration))
+}
+
+/// Waits until `deadline`; see [`sleep`].
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// # csp::block_on(async {
+/// let deadline = Instant::now() + Duration::from_millis(2);
+/// csp::sleep_until(deadline).await;
+/// assert!(Instant::now() >= deadline);
+/// # });
+/// ```
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep::new(Some(deadline))
+}
+
+pin_project! {
+    /// The future of [`sleep`] and [`sleep_until`]: completes at its deadline.
+    ///
+    /// `!Unpin`: its wheel entry lives inside it. Pin it (`std::pin::pin!`, or
+    /// `Box::pin`) to poll it by hand or to [`reset`](Sleep::reset) it.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Sleep {
+        // `None`: a deadline beyond what `Instant` can represent (never fires).
+        deadline: Option<Instant>,
+        // The runtime whose wheel the entry is armed in.
+        runtime: Option<Handle>,
+        done: bool,
+        #[pin]
+        entry: Entry,
+    }
+
+    impl PinnedDrop for Sleep {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let Some(runtime) = this.runtime {
+                // SAFETY: the entry is pinned and was armed in this runtime's wheel.
+                let action = unsafe { runtime.shared.timers().disarm(NonNull::from(&*this.entry)) };
+                drop(action);
+            }
+        }
+    }
+}
+
+impl Sleep {
+    fn new(deadline: Option<Instant>) -> Sleep {
+        Sleep {
+            deadline,
+            runtime: None,
+            done: false,
+            entry: Entry::new(),
+        }
+    }
+
+    /// The instant the sleep completes at.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let deadline = Instant::now() + Duration::from_secs(1);
+    /// assert_eq!(csp::sleep_until(deadline).deadline(), deadline);
+    /// ```
+    pub fn deadline(&self) -> Instant {
+        // A deadline too far to represent reads as the farthest one that is.
+        self.deadline
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(u64::MAX / 4))
+    }
+
+    /// True once the sleep has completed.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let mut sleep = std::pin::pin!(csp::sleep(std::time::Duration::ZERO));
+    /// sleep.as_mut().await;
+    /// assert!(sleep.is_elapsed());
+    /// # });
+    /// ```
+    pub fn is_elapsed(&self) -> bool {
+        self.done
+    }
+
+    /// Moves the deadline (earlier or later, elapsed or not): the sleep completes at the
+    /// new one, when next polled.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// # csp::block_on(async {
+    /// let mut sleep = std::pin::pin!(csp::sleep(Duration::from_secs(3600)));
+    /// let soon = Instant::now() + Duration::from_millis(1);
+    /// sleep.as_mut().reset(soon);
+    /// sleep.as_mut().await;
+    /// assert!(Instant::now() >= soon);
+    /// # });
+    /// ```
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        let this = self.project();
+        if let Some(runtime) = this.runtime.take() {
+            // SAFETY: the entry is pinned and was armed in this runtime's wheel.
+            let action = unsafe { runtime.shared.timers().disarm(NonNull::from(&*this.entry)) };
+            drop(action);
+        }
+        *this.deadline = Some(deadline);
+        *this.done = false;
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        if *this.done {
+            return Poll::Ready(());
+        }
+        let entry = NonNull::from(&*this.entry);
+        if let Some(runtime) = this.runtime.as_ref() {
+            // SAFETY: the entry is pinned and armed in this runtime's wheel.
+            match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
+                Rewake::Waiting => return Poll::Pending,
+                Rewake::Fired => {
+                    *this.done = true;
+                    return Poll::Ready(());
+                }
+                // Its runtime shut down: arm it again elsewhere.
+                Rewake::Unlinked => *this.runtime = None,
+            }
+        }
+        let Some(deadline) = *this.deadline else {
+            return Poll::Pending;
+        };
+        if Instant::now() >= deadline {
+            *this.done = true;
+            return Poll::Ready(());
+        }
+        let mut runtime = Handle::for_timer();
+        loop {
+            let timers = runtime.shared.timers();
+            let tick = timers.deadline_tick(deadline);
+            let owner = Owner::from_waker(cx.waker());
+            // SAFETY: the entry is pinned and unlinked; `PinnedDrop` disarms it.
+            let (armed, rest) = unsafe { timers.arm(entry, tick, Action::Wake(owner)) };
+            drop(rest);
+            match armed {
+                Armed::Waiting { wake_a_worker } => {
+                    if wake_a_worker {
+                        runtime.shared.idle().notify_work();
+                    }
+                    *this.runtime = Some(runtime);
+                    return Poll::Pending;
+                }
+                Armed::Expired => {
+                    *this.done = true;
+                    return Poll::Ready(());
+                }
+                // Shutting down under our feet: the default runtime never does.
+                Armed::Shutdown => runtime = Handle::for_timer(),
+            }
+        }
+    }
+}
+
+impl futures::future::FusedFuture for Sleep {
+    fn is_terminated(&self) -> bool {
+        self.done
+    }
+}
+
+impl std::fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .field("elapsed", &self.done)
+            .finish()
+    }
+}

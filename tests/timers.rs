@@ -1,0 +1,307 @@
+//! Timers: `sleep`, `sleep_until`, `timeout`, `after` and `tick`, on a csp runtime, on
+//! the default runtime from plain threads, and inside tokio; never early, removed from
+//! the wheel when dropped, cancelled or aborted.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{CountingWaker, bounded, runtime};
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Polls `future` once with a waker that counts its wakes.
+fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    let (_, waker) = CountingWaker::new();
+    future.poll(&mut std::task::Context::from_waker(&waker))
+}
+
+#[test]
+fn sleep_never_completes_early() {
+    bounded(20, || {
+        let rt = runtime(2, "sleep-early");
+        rt.block_on(async {
+            let mut sleepers = Vec::new();
+            for i in 0..50u64 {
+                sleepers.push(csp::spawn(async move {
+                    let wanted = Duration::from_micros(300 * (i % 17));
+                    let start = Instant::now();
+                    csp::sleep(wanted).await;
+                    start.elapsed() >= wanted
+                }));
+            }
+            for sleeper in sleepers {
+                assert!(sleeper.await.unwrap(), "a sleep completed early");
+            }
+        });
+    });
+}
+
+#[test]
+fn sleep_until_a_past_deadline_is_ready_at_once() {
+    bounded(10, || {
+        let rt = runtime(1, "sleep-past");
+        rt.block_on(async {
+            let mut sleep = pin!(csp::sleep_until(Instant::now() - MS));
+            assert_eq!(poll_once(sleep.as_mut()), Poll::Ready(()));
+            assert!(sleep.is_elapsed());
+            assert_eq!(rt.metrics().timers_armed, 0);
+        });
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+#[test]
+fn sleeps_fire_while_every_worker_is_busy() {
+    // One worker, kept busy by a process that yields forever: the wheel is advanced at
+    // its periodic checks.
+    bounded(20, || {
+        let rt = runtime(1, "sleep-busy");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spinner = {
+            let stop = stop.clone();
+            rt.spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    csp::yield_now().await;
+                }
+            })
+        };
+        let woke = rt.spawn(async {
+            csp::sleep(5 * MS).await;
+            "woke"
+        });
+        assert_eq!(rt.block_on(woke).unwrap(), "woke");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        rt.block_on(spinner).unwrap();
+    });
+}
+
+#[test]
+fn sleep_works_on_the_default_runtime_from_plain_threads_and_tokio() {
+    bounded(20, || {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let start = Instant::now();
+                    csp::block_on(csp::sleep(3 * MS));
+                    start.elapsed() >= 3 * MS
+                })
+            })
+            .collect();
+        for t in threads {
+            assert!(t.join().unwrap());
+        }
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let elapsed = tokio.block_on(async {
+            let tasks: Vec<_> = (0..20)
+                .map(|i| {
+                    tokio::spawn(async move {
+                        let start = Instant::now();
+                        csp::sleep(MS * (i % 5)).await;
+                        start.elapsed() >= MS * (i % 5)
+                    })
+                })
+                .collect();
+            let mut all = true;
+            for t in tasks {
+                all &= t.await.unwrap();
+            }
+            all
+        });
+        assert!(elapsed, "a sleep in tokio completed early");
+    });
+}
+
+#[test]
+fn dropped_sleeps_leave_the_wheel() {
+    bounded(30, || {
+        let rt = runtime(1, "sleep-drop");
+        rt.block_on(csp::spawn(async {
+            for _ in 0..10_000 {
+                let mut sleep = pin!(csp::sleep(Duration::from_secs(3600)));
+                assert!(futures::poll!(sleep.as_mut()).is_pending());
+            }
+        }))
+        .unwrap();
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+#[test]
+fn aborted_and_cancelled_sleepers_leave_the_wheel() {
+    bounded(30, || {
+        let rt = runtime(2, "sleep-abort");
+        let handles: Vec<_> = (0..100)
+            .map(|_| rt.spawn(csp::sleep(Duration::from_secs(3600))))
+            .collect();
+        common::wait_until(10, "every sleep armed", || rt.metrics().timers_armed == 100);
+        for h in &handles[..50] {
+            h.abort();
+        }
+        for h in handles.into_iter().take(50) {
+            assert!(rt.block_on(h).unwrap_err().is_cancelled());
+        }
+        assert_eq!(rt.metrics().timers_armed, 50);
+        // The rest are cancelled by the runtime's drop.
+        drop(rt);
+    });
+}
+
+#[test]
+fn a_sleep_bound_to_a_dropped_runtime_finishes_on_the_default_one() {
+    bounded(20, || {
+        let rt = runtime(1, "sleep-moved");
+        let (_counter, waker) = CountingWaker::new();
+        let mut sleep = Box::pin(csp::sleep(20 * MS));
+        // Armed in `rt`'s wheel (polled inside it)...
+        rt.block_on(async {
+            let mut cx = std::task::Context::from_waker(&waker);
+            assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        });
+        assert_eq!(rt.metrics().timers_armed, 1);
+        // ...which goes away: the sleep still completes, no earlier than asked.
+        drop(rt);
+        csp::block_on(sleep.as_mut());
+        assert!(sleep.deadline() <= Instant::now());
+    });
+}
+
+#[test]
+fn reset_moves_the_deadline_both_ways() {
+    bounded(20, || {
+        let rt = runtime(1, "sleep-reset");
+        rt.block_on(async {
+            let mut sleep = pin!(csp::sleep(Duration::from_secs(3600)));
+            assert!(futures::poll!(sleep.as_mut()).is_pending());
+            let soon = Instant::now() + 2 * MS;
+            sleep.as_mut().reset(soon);
+            assert_eq!(sleep.deadline(), soon);
+            sleep.as_mut().await;
+            assert!(Instant::now() >= soon);
+            // After completing, a reset arms it again.
+            let later = Instant::now() + 3 * MS;
+            sleep.as_mut().reset(later);
+            assert!(!sleep.is_elapsed());
+            sleep.as_mut().await;
+            assert!(Instant::now() >= later);
+        });
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+#[test]
+fn timeout_gives_the_output_or_elapsed() {
+    bounded(20, || {
+        let rt = runtime(2, "timeout");
+        rt.block_on(async {
+            let (tx, rx) = csp::channel::<u32>();
+            let start = Instant::now();
+            assert_eq!(
+                csp::timeout(5 * MS, rx.recv()).await,
+                Err(csp::Elapsed),
+                "nobody sends"
+            );
+            assert!(start.elapsed() >= 5 * MS);
+            csp::spawn(async move { tx.send(9).await.unwrap() });
+            assert_eq!(
+                csp::timeout(Duration::from_secs(5), rx.recv()).await,
+                Ok(Ok(9))
+            );
+        });
+        assert_eq!(rt.metrics().timers_armed, 0);
+        fn error_traits<E: std::error::Error + std::fmt::Display + Copy + Eq>() {}
+        error_traits::<csp::Elapsed>();
+    });
+}
+
+#[test]
+fn after_sends_once_and_never_closes() {
+    bounded(20, || {
+        let rt = runtime(1, "after");
+        rt.block_on(async {
+            let start = Instant::now();
+            let rx = csp::after(4 * MS);
+            assert_eq!(rx.capacity(), Some(1));
+            let fired = rx.recv().await.unwrap();
+            assert!(fired >= start + 4 * MS, "fired early");
+            assert!(start.elapsed() >= 4 * MS);
+            csp::sleep(5 * MS).await;
+            assert_eq!(rx.try_recv(), Err(csp::TryRecvError::Empty));
+            assert!(!rx.is_closed());
+        });
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+#[test]
+fn after_zero_is_ready_at_once() {
+    bounded(10, || {
+        let rx = csp::after(Duration::ZERO);
+        assert!(rx.try_recv().is_ok());
+        assert_eq!(rx.try_recv(), Err(csp::TryRecvError::Empty));
+    });
+}
+
+#[test]
+fn dropping_the_last_receiver_removes_the_timer() {
+    bounded(20, || {
+        let rt = runtime(1, "after-drop");
+        rt.block_on(async {
+            let rx = csp::after(Duration::from_secs(3600));
+            let ticks = csp::tick(Duration::from_secs(3600));
+            let rx2 = rx.clone();
+            assert_eq!(rt.metrics().timers_armed, 2);
+            drop(rx);
+            assert_eq!(rt.metrics().timers_armed, 2, "a receiver is left");
+            drop(rx2);
+            drop(ticks);
+        });
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+#[test]
+fn tick_skips_missed_ticks_and_keeps_the_waiting_instant() {
+    bounded(20, || {
+        let rt = runtime(1, "tick");
+        rt.block_on(async {
+            let start = Instant::now();
+            let ticks = csp::tick(2 * MS);
+            let first = ticks.recv().await.unwrap();
+            assert!(first >= start + 2 * MS);
+            // Miss several periods: exactly one value waits (the others were dropped,
+            // not queued), sent while we slept.
+            csp::sleep(15 * MS).await;
+            let woke = Instant::now();
+            let waiting = ticks.try_recv().unwrap();
+            assert!(waiting > first && waiting <= woke);
+            assert_eq!(ticks.try_recv(), Err(csp::TryRecvError::Empty));
+            let next = ticks.recv().await.unwrap();
+            assert!(next > waiting);
+        });
+    });
+}
+
+#[test]
+#[should_panic(expected = "csp::tick: the period must be longer than zero")]
+fn tick_zero_panics() {
+    let _ = csp::tick(Duration::ZERO);
+}
+
+#[test]
+fn runtime_shutdown_closes_its_timer_channels() {
+    bounded(20, || {
+        let rt = runtime(1, "tick-shutdown");
+        let ticks = rt.block_on(async { csp::tick(Duration::from_secs(3600)) });
+        let rx = rt.block_on(async { csp::after(Duration::from_secs(3600)) });
+        drop(rt);
+        assert_eq!(ticks.try_recv(), Err(csp::TryRecvError::Closed));
+        assert_eq!(rx.try_recv(), Err(csp::TryRecvError::Closed));
+    });
+}
