@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example vs_tokio
 //! CSP_BENCH_SAMPLES=2 cargo run --release --example vs_tokio   # a quick run
+//! CSP_BENCH_ONLY=ping_pong,timers cargo run --release --example vs_tokio
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -17,7 +18,9 @@ use futures::channel::oneshot;
 #[path = "../benches/common/workloads.rs"]
 mod workloads;
 
-use workloads::{CHANNEL_WORKLOADS, Executor, WORKER_THREADS, WORKLOADS, run_in_process};
+use workloads::{
+    CHANNEL_WORKLOADS, Executor, TIMER_WORKLOADS, WORKER_THREADS, WORKLOADS, run_in_process,
+};
 
 /// Samples per workload and runtime unless `CSP_BENCH_SAMPLES` says otherwise.
 const DEFAULT_SAMPLES: usize = 15;
@@ -32,6 +35,11 @@ const SETTLE: Duration = Duration::from_millis(5);
 
 /// Processes alive at once while measuring memory per process.
 const PENDING_PROCESSES: usize = 100_000;
+
+/// Sleeps measured for lateness, per runtime (alternating the two).
+const LATENESS_SLEEPS: usize = 200;
+/// The sleep whose lateness is measured.
+const LATENESS_SLEEP: Duration = Duration::from_millis(1);
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -54,7 +62,14 @@ fn main() {
     println!("{:-<15}|{:-<13}|{:-<14}|{:-<18}", "", "", "", "");
     let mut per_unit = Vec::new();
     let mut notes = Vec::new();
-    for workload in WORKLOADS.iter().chain(CHANNEL_WORKLOADS) {
+    let only = std::env::var("CSP_BENCH_ONLY").ok();
+    let selected = |name: &str| only.as_ref().is_none_or(|only| only.split(',').any(|o| o == name));
+    for workload in WORKLOADS
+        .iter()
+        .chain(CHANNEL_WORKLOADS)
+        .chain(TIMER_WORKLOADS)
+        .filter(|w| selected(w.name))
+    {
         let divisor = FEWER_SAMPLES
             .iter()
             .find(|(name, _)| *name == workload.name)
@@ -93,6 +108,17 @@ fn main() {
     for line in per_unit.iter().chain(&notes) {
         println!("{line}");
     }
+    println!();
+    let [csp_late, tokio_late] = lateness(&csp, &tokio);
+    println!(
+        "lateness of a {} ms sleep on an idle runtime ({LATENESS_SLEEPS} sleeps each, \
+         from inside a process): csp p50 {} p99 {}, tokio p50 {} p99 {}",
+        LATENESS_SLEEP.as_millis(),
+        human(percentile(&csp_late, 50)),
+        human(percentile(&csp_late, 99)),
+        human(percentile(&tokio_late, 50)),
+        human(percentile(&tokio_late, 99)),
+    );
     println!();
     println!(
         "memory per process ({PENDING_PROCESSES} pending processes, net allocations \
@@ -166,6 +192,33 @@ fn compare(samples: usize, csp: impl Fn(), tokio: impl Fn()) -> [Duration; 2] {
         }
     }
     times.map(median)
+}
+
+/// How late a `LATENESS_SLEEP` sleep wakes on each runtime, idle but for the one process
+/// sleeping: `LATENESS_SLEEPS` samples each, alternating the runtimes, sorted.
+fn lateness(csp: &csp::Runtime, tokio: &tokio::runtime::Runtime) -> [Vec<Duration>; 2] {
+    fn one<E: Executor>(rt: &E) -> Duration {
+        std::thread::sleep(SETTLE);
+        run_in_process(rt, async {
+            let start = Instant::now();
+            E::sleep(LATENESS_SLEEP).await;
+            start.elapsed().saturating_sub(LATENESS_SLEEP)
+        })
+    }
+    let mut late = [Vec::new(), Vec::new()];
+    for _ in 0..LATENESS_SLEEPS {
+        late[0].push(one(csp));
+        late[1].push(one(tokio));
+    }
+    late.map(|mut times| {
+        times.sort_unstable();
+        times
+    })
+}
+
+/// The `p`th percentile of sorted `times`.
+fn percentile(times: &[Duration], p: usize) -> Duration {
+    times[(times.len() * p / 100).min(times.len() - 1)]
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {

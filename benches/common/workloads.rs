@@ -60,6 +60,12 @@ const SELECT4_VALUES_PER_PRODUCER: usize = 250_000;
 const SELECT4_VALUES: usize = SELECT4_CHANNELS * SELECT4_VALUES_PER_PRODUCER;
 /// The capacity of each of `select4`'s channels.
 const SELECT4_CAPACITY: usize = 16;
+/// Processes in `timers`.
+const SLEEPERS: usize = 10_000;
+/// Sleeps each `timers` process makes, one after the other.
+const SLEEPS_PER_PROCESS: usize = 10;
+/// How long each of those sleeps lasts.
+const SLEEP: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// What a workload needs from a runtime.
 pub trait Executor {
@@ -92,6 +98,9 @@ pub trait Executor {
 
     /// Reschedules the current process behind the others.
     fn yield_now() -> impl Future<Output = ()> + Send;
+
+    /// Waits for `duration` on this runtime's timers.
+    fn sleep(duration: std::time::Duration) -> impl Future<Output = ()> + Send;
 
     /// The sending end of this runtime's channels.
     type Sender<T: Send + 'static>: SendEnd<T>;
@@ -180,6 +189,10 @@ impl Executor for csp::Runtime {
         csp::yield_now()
     }
 
+    fn sleep(duration: std::time::Duration) -> impl Future<Output = ()> + Send {
+        csp::sleep(duration)
+    }
+
     type Sender<T: Send + 'static> = csp::Sender<T>;
     type Receiver<T: Send + 'static> = csp::Receiver<T>;
 
@@ -226,6 +239,10 @@ impl Executor for tokio::runtime::Runtime {
 
     fn yield_now() -> impl Future<Output = ()> + Send {
         tokio::task::yield_now()
+    }
+
+    fn sleep(duration: std::time::Duration) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep(duration)
     }
 
     type Sender<T: Send + 'static> = tokio::sync::mpsc::Sender<T>;
@@ -341,6 +358,15 @@ pub const CHANNEL_WORKLOADS: &[Workload] = &[
         elements: SELECT4_VALUES as u64,
     },
 ];
+
+/// The timer workloads.
+pub const TIMER_WORKLOADS: &[Workload] = &[Workload {
+    name: "timers",
+    csp: timers,
+    tokio: timers,
+    unit: None,
+    elements: (SLEEPERS * SLEEPS_PER_PROCESS) as u64,
+}];
 
 /// Spawns `root` from outside the runtime and blocks until it finishes, so the work
 /// `root` spawns starts from inside a process.
@@ -698,4 +724,24 @@ impl Select4 for tokio::runtime::Runtime {
         }
         tally
     }
+}
+
+/// Timer throughput: a root process spawns 10,000 processes, each sleeping 1 ms ten times
+/// in a row, and joins them. With perfect timers it takes 10 ms; the rest is the cost of
+/// arming, expiring and waking 100,000 sleeps (and the timers' lateness).
+fn timers<E: Executor>(rt: &E) {
+    let sum = run_in_process(rt, async {
+        let sleepers = (0..SLEEPERS)
+            .map(|i| {
+                E::spawn(async move {
+                    for _ in 0..SLEEPS_PER_PROCESS {
+                        E::sleep(SLEEP).await;
+                    }
+                    i
+                })
+            })
+            .collect();
+        join_sum::<E>(sleepers).await
+    });
+    assert_eq!(sum, sum_below(SLEEPERS));
 }
