@@ -5,6 +5,7 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use common::{Counter, Tracked, bounded, runtime};
 
@@ -440,5 +441,118 @@ fn recv_any_reports_the_position_of_the_channel_that_fired() {
             };
             assert_eq!(r, "default");
         });
+    });
+}
+
+// ---------------------------------------------------------------------------------------
+// after arms
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn after_fires_when_no_arm_is_ready_and_counts_from_the_start_of_the_alt() {
+    bounded(30, || {
+        let rt = runtime(2, "alt-after");
+        rt.block_on(async {
+            let (tx, rx) = csp::channel::<u32>();
+            let (out, _out_rx) = csp::channel::<u32>();
+            let start = Instant::now();
+            let fired = csp::alt! {
+                recv(rx) -> _msg => "recv",
+                send(out, 1) -> _res => "send",
+                after(Duration::from_millis(4)) => "after",
+            };
+            assert_eq!(fired, "after");
+            assert!(start.elapsed() >= Duration::from_millis(4));
+            // Nothing took effect: the channel still pairs a later sender and receiver.
+            csp::spawn(async move { tx.send(2).await.unwrap() });
+            assert_eq!(rx.recv().await, Ok(2));
+        });
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+#[test]
+fn a_ready_arm_beats_after_and_a_false_guard_disables_it() {
+    bounded(30, || {
+        let rt = runtime(1, "alt-after-guard");
+        rt.block_on(async {
+            let (tx, rx) = csp::bounded::<u32>(1);
+            tx.try_send(3).unwrap();
+            let got = csp::prialt! {
+                recv(rx) -> msg => msg.unwrap(),
+                after(Duration::ZERO) => 0,
+            };
+            assert_eq!(got, 3);
+            // after(ZERO) with nothing ready: fires.
+            let got = csp::alt! {
+                recv(rx) -> msg => msg.unwrap(),
+                after(Duration::ZERO) => 0,
+            };
+            assert_eq!(got, 0);
+            // A false guard disables the after arm (its duration is not evaluated).
+            let evaluated = std::cell::Cell::new(false);
+            let later = csp::spawn(async move {
+                csp::sleep(Duration::from_millis(2)).await;
+                tx.send(4).await.unwrap();
+            });
+            let got = csp::alt! {
+                recv(rx) -> msg => msg.unwrap(),
+                after({ evaluated.set(true); Duration::ZERO }) if false => 0,
+            };
+            assert_eq!(got, 4);
+            assert!(!evaluated.get());
+            later.await.unwrap();
+        });
+    });
+}
+
+#[test]
+fn an_alt_of_only_an_after_arm_waits_for_it() {
+    bounded(30, || {
+        let rt = runtime(1, "alt-only-after");
+        rt.block_on(async {
+            let (_tx, rx) = csp::channel::<u32>();
+            let start = Instant::now();
+            let got = csp::alt! {
+                recv(rx) -> msg if false => msg.unwrap(),
+                after(Duration::from_millis(3)) => 9,
+            };
+            assert_eq!(got, 9);
+            assert!(start.elapsed() >= Duration::from_millis(3));
+        });
+    });
+}
+
+#[test]
+fn after_arms_racing_senders_lose_no_value() {
+    // Each alt waits a little less than the producers pause, so timeouts and deliveries
+    // race at the claim flag: every value sent is received exactly once, in order.
+    bounded(60, || {
+        let rt = runtime(2, "alt-after-race");
+        let values = 2_000u32;
+        let (got, _timeouts) = rt.block_on(async move {
+            let (tx, rx) = csp::channel::<u32>();
+            let producer = csp::spawn(async move {
+                for v in 0..values {
+                    if v % 64 == 0 {
+                        csp::sleep(Duration::from_micros(700)).await;
+                    }
+                    tx.send(v).await.unwrap();
+                }
+            });
+            let (mut got, mut timeouts) = (Vec::new(), 0u32);
+            loop {
+                csp::alt! {
+                    recv(rx) -> msg => match msg {
+                        Ok(v) => got.push(v),
+                        Err(_) => break,
+                    },
+                    after(Duration::from_micros(500)) => timeouts += 1,
+                }
+            }
+            producer.await.unwrap();
+            (got, timeouts)
+        });
+        assert_eq!(got, (0..values).collect::<Vec<_>>());
     });
 }

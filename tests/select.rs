@@ -1804,7 +1804,7 @@ fn selected_read_with_another_channels_end_panics_and_drops_the_value() {
 }
 
 #[test]
-fn select_with_no_arm_panics_and_timeout_panics() {
+fn select_with_no_arm_panics_unless_it_has_a_timeout() {
     bounded(30, || {
         let mut sel = Select::new();
         let payload = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -1828,13 +1828,16 @@ fn select_with_no_arm_panics_and_timeout_panics() {
         assert_eq!(rx.try_recv(), Ok(1));
         assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "sent once");
 
+        // With a timeout, no arm means waiting for the deadline.
         let mut sel = Select::new();
-        let payload = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            sel.timeout(Duration::from_millis(5));
-        }))
-        .expect_err("Select::timeout panics in this version");
-        assert!(panic_message(&*payload).unwrap().contains("timer"));
+        sel.timeout(Duration::from_millis(2));
+        let op = futures::executor::block_on(sel.select());
+        assert_eq!(op.index(), Select::TIMEOUT);
         assert_eq!(Select::TIMEOUT, usize::MAX);
+        let (_tx, rx) = csp::channel::<u8>();
+        let payload = std::panic::catch_unwind(AssertUnwindSafe(|| op.recv(&rx)))
+            .expect_err("a timeout has no outcome to read");
+        assert!(panic_message(&*payload).unwrap().contains("timeout"));
 
         let payload = std::panic::catch_unwind(|| {
             let mut sel = Select::new();
@@ -2023,5 +2026,91 @@ fn a_select_in_a_tokio_task_is_woken_by_a_csp_process() {
         });
         assert_eq!(tokio_rt.block_on(task).unwrap(), N);
         rt.block_on(csp_side).unwrap();
+    });
+}
+
+// ---------------------------------------------------------------------------------------
+// Timeouts
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_timeout_fires_when_no_arm_does_and_no_arm_takes_effect() {
+    bounded(30, || {
+        let rt = runtime(2, "select-timeout");
+        rt.block_on(async {
+            let (tx, rx) = csp::channel::<Tracked>();
+            let (_keep, idle) = csp::channel::<u32>();
+            let drops = Counter::new();
+            let mut sel = Select::new();
+            sel.recv(&idle);
+            let send = sel.send(&tx, Tracked::new(1, &drops));
+            sel.timeout(Duration::from_millis(3));
+            let start = std::time::Instant::now();
+            assert_eq!(sel.select().await.index(), Select::TIMEOUT);
+            assert!(start.elapsed() >= Duration::from_millis(3));
+            // The send arm kept its value: a later select delivers it.
+            assert_eq!(drops.get(), 0);
+            let receiver = csp::spawn(async move { rx.recv().await.map(|v| v.value) });
+            let op = sel.select().await;
+            assert_eq!(op.index(), send);
+            assert_eq!(op.send(&tx).map_err(|_| ()), Ok(()));
+            assert_eq!(receiver.await.unwrap(), Ok(1));
+        });
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+#[test]
+fn a_ready_arm_beats_an_expired_timeout() {
+    bounded(30, || {
+        let (tx, rx) = csp::bounded::<u32>(1);
+        tx.try_send(5).unwrap();
+        let mut sel = Select::new();
+        let r = sel.recv(&rx);
+        sel.timeout(Duration::ZERO);
+        let op = futures::executor::block_on(sel.select());
+        assert_eq!(op.index(), r);
+        assert_eq!(op.recv(&rx), Ok(5));
+    });
+}
+
+#[test]
+fn timeouts_racing_senders_lose_no_value() {
+    // A consumer selects with a timeout shorter than the producers' pauses, so
+    // timeouts and deliveries race; every value sent is received exactly once.
+    bounded(60, || {
+        let rt = runtime(2, "select-timeout-race");
+        let values = 2_000u32;
+        let received = rt.block_on(async move {
+            let (tx, rx) = csp::channel::<u32>();
+            let producer = csp::spawn(async move {
+                for v in 0..values {
+                    if v % 64 == 0 {
+                        csp::sleep(Duration::from_micros(700)).await;
+                    }
+                    tx.send(v).await.unwrap();
+                }
+            });
+            let mut got = Vec::new();
+            let mut timeouts = 0u32;
+            loop {
+                let mut sel = Select::new();
+                sel.recv(&rx);
+                sel.timeout(Duration::from_micros(500));
+                let op = sel.select().await;
+                if op.index() == Select::TIMEOUT {
+                    timeouts += 1;
+                    continue;
+                }
+                match op.recv(&rx) {
+                    Ok(v) => got.push(v),
+                    Err(_) => break,
+                }
+            }
+            producer.await.unwrap();
+            (got, timeouts)
+        });
+        let (got, _timeouts) = received;
+        assert_eq!(got, (0..values).collect::<Vec<_>>());
     });
 }

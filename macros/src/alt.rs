@@ -34,24 +34,38 @@ enum Op {
     RecvAny { ends: Expr, pat: Pat },
     Send { end: Expr, value: Expr, pat: Pat },
     Closed { end: Expr },
+    After { duration: Expr },
     Default,
 }
 
 impl Parse for Alt {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut arms = Vec::new();
-        let mut default: Option<Span> = None;
+        let (mut default, mut after) = (false, false);
         while !input.is_empty() {
             let (arm, name) = parse_arm(input)?;
-            if matches!(arm.op, Op::Default) {
-                if default.is_some() {
-                    return Err(syn::Error::new(
-                        name.span(),
-                        "an alt! takes at most one `default` arm",
-                    ));
+            let (seen, other) = match arm.op {
+                Op::Default => (&mut default, after),
+                Op::After { .. } => (&mut after, default),
+                _ => {
+                    arms.push(arm);
+                    continue;
                 }
-                default = Some(name.span());
+            };
+            if *seen {
+                return Err(syn::Error::new(
+                    name.span(),
+                    format!("an alt! takes at most one `{name}` arm"),
+                ));
             }
+            if other {
+                return Err(syn::Error::new(
+                    name.span(),
+                    "an alt! takes a `default` arm or an `after` arm, not both: `default` \
+                     runs at once when no arm is ready, so the timeout could never fire",
+                ));
+            }
+            *seen = true;
             arms.push(arm);
         }
         if arms.is_empty() {
@@ -89,10 +103,8 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
             Op::Closed { end }
         }
         "after" => {
-            return Err(syn::Error::new(
-                name.span(),
-                "`after` arms need csp's timers, which this version does not have yet",
-            ));
+            let [duration] = arguments(input, &name, ["duration"])?;
+            Op::After { duration }
         }
         "recv_any" => {
             let [ends] = arguments(input, &name, ["&rxs"])?;
@@ -123,7 +135,7 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
         let arrow: Token![->] = input.parse()?;
         return Err(syn::Error::new_spanned(
             arrow,
-            format!("a `{name}` arm has no result to bind: remove `-> ..`"),
+            format!("`{name}` arms have no result to bind: remove `-> ..`"),
         ));
     }
     let guard = if input.peek(Token![if]) {
@@ -196,6 +208,7 @@ impl Alt {
         let mut refs = Vec::new();
         let mut branches = Vec::new();
         let mut default_body = None;
+        let mut after = None;
         for (i, arm) in self.arms.iter().enumerate() {
             let guard = name("guard", i);
             let local = name("arm", i);
@@ -217,6 +230,21 @@ impl Alt {
                     default_body = Some(quote! { if #guard #body else { ::core::unreachable!() } });
                     continue;
                 }
+                Op::After { duration } => {
+                    // Evaluated only if the guard is true; a false guard disables it.
+                    let timeout = name("after", i);
+                    setup.push(quote! {
+                        let #guard: bool = #guard_expr;
+                        let #timeout: ::core::option::Option<::core::time::Duration> =
+                            if #guard {
+                                ::core::option::Option::Some(#duration)
+                            } else {
+                                ::core::option::Option::None
+                            };
+                    });
+                    after = Some((timeout, body));
+                    continue;
+                }
                 Op::Recv { .. } => quote!(#private::RecvArm::new(#end)),
                 Op::RecvAny { .. } => quote!(#private::RecvAnyArm::new(#end)),
                 Op::Send { value, .. } => quote!(#private::SendArm::new(#end, #value)),
@@ -227,7 +255,7 @@ impl Alt {
                 | Op::RecvAny { ends: end, .. }
                 | Op::Send { end, .. }
                 | Op::Closed { end } => end,
-                Op::Default => unreachable!("handled above"),
+                Op::Default | Op::After { .. } => unreachable!("handled above"),
             };
             setup.push(quote! {
                 let #guard: bool = #guard_expr;
@@ -284,6 +312,13 @@ impl Alt {
                 quote!(#guard)
             })
             .unwrap_or(quote!(false));
+        let (after_arg, after_branch) = match after {
+            Some((timeout, body)) => (
+                quote!(#timeout),
+                quote! { (#private::AFTER, _) => #body, },
+            ),
+            None => (quote!(::core::option::Option::None), quote!()),
+        };
         let fired = format_ident!("__csp_fired", span = Span::mixed_site());
         quote! {{
             #(#setup)*
@@ -291,9 +326,11 @@ impl Alt {
                 [#(#refs),*],
                 #biased,
                 #has_default && #default_guard,
+                #after_arg,
             ).await;
             match #fired {
                 #(#branches)*
+                #after_branch
                 _ => #default_branch
             }
         }}

@@ -338,9 +338,10 @@ impl Choice {
         fired
     }
 
-    /// Gives up a waiting choice: afterwards no arm can fire. Returns the arm that had
-    /// fired already, if any, after undoing what it can (`Operation::abandon`).
-    pub(crate) fn cancel<A: ArmSet + ?Sized>(&mut self, arms: &A, plan: &Plan) -> Option<usize> {
+    /// Stops waiting: afterwards no arm can fire. Returns the arm that fired before
+    /// that, if any, with its outcome taken (as `poll` would have returned it); `None`
+    /// if none did (or the choice was not waiting).
+    pub(crate) fn withdraw<A: ArmSet + ?Sized>(&mut self, arms: &A, plan: &Plan) -> Option<usize> {
         if !self.waiting {
             return None;
         }
@@ -352,20 +353,26 @@ impl Choice {
             plan.unlock(arms);
         }
         self.waiting = false;
+        self.claim.reset();
         match outcome {
             Ok(owner) => {
                 drop(owner);
-                self.claim.reset();
                 None
             }
             Err(fired) => {
-                let arm = plan.enabled(arms, fired);
-                // SAFETY: the flag fired this arm; its claimer is done with it.
-                unsafe { arm.take_fired() };
-                arm.abandon();
-                self.claim.reset();
+                // SAFETY: the flag fired this arm; its claimer is done with it (it held
+                // a lock we have since taken).
+                unsafe { plan.enabled(arms, fired).take_fired() };
                 Some(fired)
             }
         }
+    }
+
+    /// Gives up a waiting choice: afterwards no arm can fire. Returns the arm that had
+    /// fired already, if any, after undoing what it can (`Operation::abandon`).
+    pub(crate) fn cancel<A: ArmSet + ?Sized>(&mut self, arms: &A, plan: &Plan) -> Option<usize> {
+        let fired = self.withdraw(arms, plan)?;
+        plan.enabled(arms, fired).abandon();
+        Some(fired)
     }
 }

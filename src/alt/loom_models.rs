@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures::task::noop_waker;
 use loom::future::block_on;
@@ -12,6 +13,7 @@ use loom::thread;
 
 use crate::alt::Select;
 use crate::chan::{TryRecvError, channel};
+use crate::runtime::{Handle, Shared, context};
 
 /// Two choices meet on both ends of two channels: one offers {send c1, recv c2}, the
 /// other {recv c1, send c2}. Whatever the interleaving, exactly one transfer happens,
@@ -119,6 +121,45 @@ fn loom_alt_cancelled_while_a_sender_claims_it() {
             }
             Err(TryRecvError::Closed) => assert!(!sent, "a value sent Ok was lost"),
             Err(TryRecvError::Empty) => unreachable!("the sender is gone"),
+        }
+    });
+}
+
+/// A waiting choice with a timeout races its timer's expiry and a sender: exactly one
+/// of them wins. The timer never claims the flag; the choice, woken by it, withdraws,
+/// so either the sender claimed first (the choice completes with the value) or the
+/// withdrawal did (the timeout fires and the sender is refused).
+#[test]
+fn loom_alt_commit_vs_timeout() {
+    loom::model(|| {
+        // A runtime's shared state without its workers: the model advances the wheel.
+        let (shared, _queues) = Shared::new(1, "loom".into());
+        let _enter = context::enter(Handle {
+            shared: shared.clone(),
+        });
+        let (tx, rx) = channel::<u8>();
+        let mut sel = Select::new_biased();
+        let on_value = sel.recv(&rx);
+        sel.timeout(Duration::from_secs(3600));
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut select = pin!(sel.select());
+        assert!(select.as_mut().poll(&mut cx).is_pending());
+
+        // The sender races the choice's reaction to its expired timer.
+        let sender = thread::spawn(move || tx.try_send(7).is_ok());
+        // Far past the deadline, whatever the clock says.
+        assert!(shared.timers().fire_all(u64::MAX - 1), "the timeout's timer fired");
+        let Poll::Ready(op) = select.as_mut().poll(&mut cx) else {
+            panic!("an expired timeout completes the choice");
+        };
+        let sent = sender.join().unwrap();
+        if op.index() == on_value {
+            assert!(sent);
+            assert_eq!(op.recv(&rx), Ok(7));
+        } else {
+            assert_eq!(op.index(), Select::TIMEOUT);
+            assert!(!sent, "a value sent Ok went to a choice that timed out");
         }
     });
 }

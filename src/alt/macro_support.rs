@@ -7,15 +7,20 @@ use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use crate::alt::choice::{ArmSet, Choice, Plan};
 use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
 use crate::chan::ops::{ClosedOp, RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
+use crate::time::Sleep;
 
 /// What [`AltFuture`] resolves to when the `default` arm runs.
 pub const DEFAULT: usize = usize::MAX;
+
+/// What [`AltFuture`] resolves to when the `after` arm's time is up.
+pub const AFTER: usize = usize::MAX - 1;
 
 /// A type-erased reference to an arm, for [`alt`]: one operation, or the many of a
 /// `recv_any` arm.
@@ -224,13 +229,15 @@ impl<const N: usize> ArmSet for Arms<'_, N> {
 }
 
 /// A choice among `arms` (`None`: disabled by its guard): fair, or `biased` to the
-/// first ready arm; with `has_default`, resolves to [`DEFAULT`] instead of waiting.
-/// Resolves to the fired arm's position as written and, for a `recv_any` arm, the
-/// position of the channel within it (0 otherwise).
+/// first ready arm; with `has_default`, resolves to [`DEFAULT`] instead of waiting; with
+/// `after`, resolves to [`AFTER`] once that long has passed since its first poll with no
+/// arm fired. Resolves to the fired arm's position as written and, for a `recv_any`
+/// arm, the position of the channel within it (0 otherwise).
 pub fn alt<const N: usize>(
     arms: [Option<ArmRef<'_>>; N],
     biased: bool,
     has_default: bool,
+    after: Option<Duration>,
 ) -> AltFuture<'_, N> {
     AltFuture {
         arms: Arms::new(arms),
@@ -238,12 +245,14 @@ pub fn alt<const N: usize>(
         choice: Choice::new(),
         biased,
         has_default,
+        after,
+        timer: None,
         _pinned: PhantomPinned,
     }
 }
 
 /// The future of an `alt!`: the arm that fired (and the channel within a `recv_any`
-/// arm), or [`DEFAULT`].
+/// arm), [`DEFAULT`] or [`AFTER`].
 #[must_use = "futures do nothing unless polled"]
 pub struct AltFuture<'a, const N: usize> {
     arms: Arms<'a, N>,
@@ -251,7 +260,13 @@ pub struct AltFuture<'a, const N: usize> {
     choice: Choice,
     biased: bool,
     has_default: bool,
-    /// The arms' entries point at `choice` while it waits.
+    after: Option<Duration>,
+    /// The `after` arm's timer, started at the first poll that found no arm ready, and
+    /// armed in the wheel only if the choice waits (DESIGN.md: a fixed `alt!` allocates
+    /// nothing per iteration).
+    timer: Option<Sleep>,
+    /// The arms' entries point at `choice` while it waits; `timer`'s wheel entry lives
+    /// inside it.
     _pinned: PhantomPinned,
 }
 
@@ -259,8 +274,13 @@ impl<const N: usize> Future for AltFuture<'_, N> {
     type Output = (usize, usize);
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(usize, usize)> {
-        // SAFETY: nothing is moved out of the pinned future.
+        // SAFETY: nothing is moved out of the pinned future; `timer` is only written
+        // while `None` (so no pinned `Sleep` is overwritten).
         let this = unsafe { self.get_unchecked_mut() };
+        if let (Some(after), None) = (this.after, &this.timer) {
+            // The timeout counts from the start of the alt.
+            this.timer = Some(crate::time::sleep(after));
+        }
         let fired = if this.choice.is_waiting() {
             None
         } else {
@@ -273,12 +293,15 @@ impl<const N: usize> Future for AltFuture<'_, N> {
                     Some(fired) => Some(fired),
                     None => return Poll::Ready((DEFAULT, 0)),
                 }
-            } else {
+            } else if !any {
                 assert!(
-                    any,
-                    "csp: alt! with every arm disabled by its guard and no default arm \
-                     would wait forever"
+                    this.timer.is_some(),
+                    "csp: alt! with every arm disabled by its guard and no default or after \
+                     arm would wait forever"
                 );
+                // Only the timeout is left to wait for.
+                return this.poll_timer(cx).map(|()| (AFTER, 0));
+            } else {
                 None
             }
         };
@@ -286,9 +309,32 @@ impl<const N: usize> Future for AltFuture<'_, N> {
             Some(fired) => fired,
             // SAFETY: `this` is pinned, and the arms and plan stay unchanged until the
             // choice completes or is cancelled on drop.
-            None => std::task::ready!(unsafe { this.choice.poll(&this.arms, &mut this.plan, cx) }),
+            None => match unsafe { this.choice.poll(&this.arms, &mut this.plan, cx) } {
+                Poll::Ready(fired) => fired,
+                Poll::Pending => {
+                    if this.timer.is_none() || this.poll_timer(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    // Time is up, unless an arm fired first: the claim flag decides
+                    // (the timer never claims it; DESIGN.md).
+                    match this.choice.withdraw(&this.arms, &this.plan) {
+                        Some(fired) => fired,
+                        None => return Poll::Ready((AFTER, 0)),
+                    }
+                }
+            },
         };
         Poll::Ready(this.arms.locate(fired))
+    }
+}
+
+impl<const N: usize> AltFuture<'_, N> {
+    fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut self.timer {
+            // SAFETY: the timer lives inside the pinned future and is never moved.
+            Some(timer) => unsafe { Pin::new_unchecked(timer) }.poll(cx),
+            None => Poll::Pending,
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
 use crate::chan::ops::{RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
+use crate::time::Sleep;
 
 /// What kind of operation an arm is, and on which channel, so `Selected` can check
 /// that it is read with the right end.
@@ -110,6 +111,11 @@ impl<'a> Arms<'a> {
 
     /// Arm `i`, checked to be of `kind` on the channel at `channel`.
     fn fired(&self, i: usize, kind: Kind, channel: *const (), what: &str) -> &dyn SelectArm {
+        assert!(
+            i != Select::TIMEOUT,
+            "csp: Selected::{what} called on a timeout (index Select::TIMEOUT), which has no \
+             outcome; match on Selected::index() first"
+        );
         let arm = self.0[i]
             .as_ref()
             .expect("csp: the selected arm is still there")
@@ -152,6 +158,7 @@ pub struct Select<'a> {
     arms: Arms<'a>,
     biased: bool,
     plan: Plan,
+    timeout: Option<Duration>,
 }
 
 impl<'a> Select<'a> {
@@ -169,6 +176,7 @@ impl<'a> Select<'a> {
             arms: Arms::default(),
             biased: false,
             plan: Plan::default(),
+            timeout: None,
         }
     }
 
@@ -240,22 +248,23 @@ impl<'a> Select<'a> {
         *arm = None;
     }
 
-    /// A deadline for each [`select`](Self::select), measured from its start; when it
-    /// passes first, the selected index is [`Select::TIMEOUT`].
+    /// A deadline for each [`select`](Self::select), measured from its start: if no arm
+    /// fires before it passes, the select completes with index [`Select::TIMEOUT`]
+    /// (and no arm takes effect). It applies to every later `select` of this `Select`;
+    /// [`try_select`](Self::try_select) never waits, so ignores it. With a timeout, a
+    /// select with no arm left waits for the deadline instead of panicking.
     ///
-    /// # Panics
-    /// Always, in this version: csp has no timers yet. Until they arrive, race the
-    /// `select()` future against another executor's timer instead.
-    ///
-    /// ```should_panic
+    /// ```
+    /// # csp::block_on(async {
+    /// let (_tx, rx) = csp::channel::<u8>();
     /// let mut sel = csp::Select::new();
+    /// sel.recv(&rx);
     /// sel.timeout(std::time::Duration::from_millis(5));
+    /// assert_eq!(sel.select().await.index(), csp::Select::TIMEOUT);
+    /// # });
     /// ```
     pub fn timeout(&mut self, d: Duration) {
-        panic!(
-            "csp: Select::timeout({d:?}) needs csp's timers, which this version does not \
-             have yet; race select() against another executor's timer instead"
-        );
+        self.timeout = Some(d);
     }
 
     /// Fires an arm that is ready now, without waiting; `None` if none is.
@@ -296,8 +305,10 @@ impl<'a> Select<'a> {
     /// ```
     pub fn select(&mut self) -> SelectFuture<'_, 'a> {
         SelectFuture {
+            timeout: self.timeout,
             select: Some(self),
             choice: Choice::new(),
+            timer: None,
             _pinned: PhantomPinned,
         }
     }
@@ -324,7 +335,11 @@ pub struct SelectFuture<'s, 'a> {
     /// `None` once it completed.
     select: Option<&'s mut Select<'a>>,
     choice: Choice,
-    /// The arms' entries point at `choice` while it waits.
+    timeout: Option<Duration>,
+    /// The timeout's timer, started at the first poll, armed only if the choice waits.
+    timer: Option<Sleep>,
+    /// The arms' entries point at `choice` while it waits; `timer`'s wheel entry lives
+    /// inside it.
     _pinned: PhantomPinned,
 }
 
@@ -332,23 +347,50 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
     type Output = Selected<'s>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected<'s>> {
-        // SAFETY: nothing is moved out of the pinned future: `choice` stays in place,
-        // and `select` is a reference, taken only when the choice is done.
+        // SAFETY: nothing is moved out of the pinned future: `choice` and `timer` stay in
+        // place (`timer` is only written while `None`), and `select` is a reference,
+        // taken only when the choice is done.
         let this = unsafe { self.get_unchecked_mut() };
+        if let (Some(timeout), None) = (this.timeout, &this.timer) {
+            this.timer = Some(crate::time::sleep(timeout));
+        }
         let select = this
             .select
             .as_mut()
             .expect("csp: a SelectFuture was polled after it completed");
-        if !this.choice.is_waiting() && !select.plan.prepare(&select.arms, select.biased) {
-            panic!(
+        let fired = if !this.choice.is_waiting()
+            && !select.plan.prepare(&select.arms, select.biased)
+        {
+            assert!(
+                this.timer.is_some(),
                 "csp: Select::select() with no arm to wait on (every arm was removed or \
-                 spent); it could never complete"
+                 spent) and no timeout; it could never complete"
             );
-        }
-        // SAFETY: `this` is pinned, and the plan and arms stay unchanged (borrowed
-        // mutably by this future) until the choice completes or is cancelled on drop.
-        let fired =
-            std::task::ready!(unsafe { this.choice.poll(&select.arms, &mut select.plan, cx) });
+            None
+        } else {
+            // SAFETY: `this` is pinned, and the plan and arms stay unchanged (borrowed
+            // mutably by this future) until the choice completes or is cancelled on
+            // drop.
+            match unsafe { this.choice.poll(&select.arms, &mut select.plan, cx) } {
+                Poll::Ready(fired) => Some(fired),
+                Poll::Pending => None,
+            }
+        };
+        let fired = match fired {
+            Some(fired) => fired,
+            None => {
+                let Some(timer) = this.timer.as_mut() else {
+                    return Poll::Pending;
+                };
+                // SAFETY: the timer lives inside the pinned future and is never moved.
+                std::task::ready!(unsafe { Pin::new_unchecked(timer) }.poll(cx));
+                // Time is up, unless an arm fired first: the claim flag decides.
+                match this.choice.withdraw(&select.arms, &select.plan) {
+                    Some(fired) => fired,
+                    None => Select::TIMEOUT,
+                }
+            }
+        };
         let select = this.select.take().expect("checked above");
         Poll::Ready(Selected::new(&mut select.arms, fired))
     }
@@ -455,6 +497,9 @@ impl<'s> Selected<'s> {
 
 impl Drop for Selected<'_> {
     fn drop(&mut self) {
+        if self.index == Select::TIMEOUT {
+            return;
+        }
         if !self.read {
             // Unread: a received value is dropped (it was received), a sent one is
             // delivered already.

@@ -87,7 +87,8 @@ pub(crate) struct Wheel {
     elapsed: u64,
     /// Bit `s` of `occupied[l]`: slot `s` of level `l` is non-empty.
     occupied: [u64; LEVELS],
-    slots: [[List; SLOTS]; LEVELS],
+    /// On the heap: 11 KiB is too much for a stack frame that builds a runtime.
+    slots: Box<[[List; SLOTS]]>,
     /// Entries taken from a due slot and not yet expired or moved down.
     pending: List,
     len: usize,
@@ -121,14 +122,14 @@ impl Wheel {
         Wheel {
             elapsed: 0,
             occupied: [0; LEVELS],
-            slots: [[List::default(); SLOTS]; LEVELS],
+            slots: vec![[List::default(); SLOTS]; LEVELS].into_boxed_slice(),
             pending: List::default(),
             len: 0,
         }
     }
 
     /// The tick the wheel has advanced to.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn elapsed(&self) -> u64 {
         self.elapsed
     }

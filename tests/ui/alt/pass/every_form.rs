@@ -20,7 +20,15 @@ async fn forms(
         recv(rx) -> (msg) => msg.unwrap_or(7),
         default => { 8 }
     };
-    a + b
+    let c = csp::alt! {
+        recv(rx) -> msg => msg.unwrap_or(10),
+        after(std::time::Duration::from_millis(5)) => 11,
+    };
+    let d = csp::prialt! {
+        send(tx, 1) -> _res if !ready => 12,
+        after(std::time::Duration::from_millis(5)) if ready => { 13 }
+    };
+    a + b + c + d
 }
 
 fn main() {

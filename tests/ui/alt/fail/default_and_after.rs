@@ -1,6 +1,7 @@
 async fn f(rx: csp::Receiver<u8>) {
     csp::alt! {
         recv(rx) -> _msg => {}
+        default => {}
         after(std::time::Duration::from_millis(5)) => {}
     }
 }
