@@ -2,7 +2,8 @@
 //! receiving allocate nothing, on the rendezvous path (`csp::channel()`, values handed
 //! from a waiting sender to a receiver and back) and on the bounded path (`bounded(16)`,
 //! values through the buffer, the producer and the consumer each waiting at times), on
-//! one worker and on two.
+//! one worker and on two. Nor per timer: a `sleep` armed in the wheel and dropped
+//! allocates nothing, so a million of them leave memory flat.
 //!
 //! A counting global allocator counts allocations while a window is open (a global
 //! switch), in two tallies:
@@ -30,7 +31,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::future::Future;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -117,6 +118,34 @@ fn alt_over_two_channels_allocates_nothing_two_workers() {
 #[test]
 fn alt_boxed_messages_are_counted() {
     run("alt", 2, alt_consumer::<Box<u64>>).assert_at_least(MESSAGES as usize - 2 * CAPACITY);
+}
+
+/// Sleeps armed and dropped while the window is open.
+const DROPPED_SLEEPS: usize = 1_000_000;
+
+/// A million sleeps, each armed in the wheel (polled once) and then dropped pending: the
+/// entry lives inside the `Sleep`, and the drop takes it out of the wheel again, so no
+/// allocation is made and memory stays flat however many are created.
+#[test]
+fn a_million_armed_and_dropped_sleeps_allocate_nothing() {
+    run("sleeps", 1, armed_and_dropped_sleeps).assert_none_per_message();
+}
+
+async fn armed_and_dropped_sleeps() -> Tally {
+    async fn arm_and_drop(sleeps: usize) {
+        for _ in 0..sleeps {
+            let mut sleep = pin!(csp::sleep(Duration::from_secs(3600)));
+            assert!(futures::poll!(sleep.as_mut()).is_pending());
+        }
+    }
+    spawn_counted(async {
+        arm_and_drop(1_000).await;
+        let window = Window::open();
+        arm_and_drop(DROPPED_SLEEPS).await;
+        window.close()
+    })
+    .await
+    .expect("the sleeper failed")
 }
 
 /// A message: `u64` itself, or a boxed one for the controls.
