@@ -556,3 +556,123 @@ fn after_arms_racing_senders_lose_no_value() {
         assert_eq!(got, (0..values).collect::<Vec<_>>());
     });
 }
+
+// ---------------------------------------------------------------------------------------
+// send_any arms
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn send_any_delivers_its_one_value_to_the_ready_channel() {
+    bounded(30, || {
+        let rt = runtime(2, "alt-send-any");
+        rt.block_on(async {
+            let (txs, rxs): (Vec<_>, Vec<_>) = (0..3).map(|_| csp::bounded::<u32>(1)).unzip();
+            // Only the second channel has room.
+            txs[0].try_send(0).unwrap();
+            txs[2].try_send(0).unwrap();
+            let (i, res) = csp::alt! {
+                send_any(&txs, 42) -> (i, res) => (i, res),
+            };
+            assert_eq!((i, res), (1, Ok(())));
+            assert_eq!(rxs[1].try_recv(), Ok(42));
+            // Waiting: a receiver appearing on any channel takes it, once.
+            let (ends, receivers): (Vec<_>, Vec<_>) = (0..3).map(|_| csp::channel::<u32>()).unzip();
+            let receiver = csp::spawn(async move {
+                let value = receivers[2].recv().await;
+                (value, receivers)
+            });
+            let (i, res) = csp::alt! {
+                send_any(&ends, 7) -> (i, res) => (i, res),
+            };
+            assert_eq!((i, res), (2, Ok(())));
+            let (value, receivers) = receiver.await.unwrap();
+            assert_eq!(value, Ok(7));
+            assert!(receivers.iter().all(|rx| rx.try_recv().is_err()), "sent once");
+        });
+    });
+}
+
+#[test]
+fn send_any_on_a_closed_channel_gives_the_value_back_and_an_empty_set_is_disabled() {
+    bounded(30, || {
+        let rt = runtime(1, "alt-send-any-closed");
+        rt.block_on(async {
+            let (tx, rx) = csp::channel::<Tracked>();
+            drop(rx);
+            let drops = Counter::new();
+            let (i, res) = csp::alt! {
+                send_any(&[&tx], Tracked::new(5, &drops)) -> (i, res) => (i, res),
+            };
+            assert_eq!(i, 0);
+            let csp::SendError(value) = res.unwrap_err();
+            assert_eq!(value.value, 5);
+            drop(value);
+            assert_eq!(drops.get(), 1);
+            let none: Vec<csp::Sender<Tracked>> = Vec::new();
+            let got = csp::alt! {
+                send_any(&none, Tracked::new(6, &drops)) -> (_i, _res) => "sent",
+                default => "disabled",
+            };
+            assert_eq!(got, "disabled");
+            assert_eq!(drops.get(), 2, "the unsent value was dropped");
+        });
+    });
+}
+
+#[test]
+fn send_any_storm_delivers_every_value_exactly_once() {
+    // Producers offer each value to every channel at once; consumers on each channel
+    // come and go (cancelling receives at random). Every value arrives exactly once.
+    bounded(60, || {
+        let rt = runtime(2, "alt-send-any-storm");
+        let values = 3_000u64;
+        let received = rt.block_on(async move {
+            let (txs, rxs): (Vec<_>, Vec<_>) = (0..3).map(|_| csp::channel::<u64>()).unzip();
+            let producer = csp::spawn(async move {
+                for v in 0..values {
+                    let (_i, res) = csp::alt! {
+                        send_any(&txs, v) -> (i, res) => (i, res),
+                    };
+                    res.unwrap();
+                }
+            });
+            let consumers: Vec<_> = rxs
+                .into_iter()
+                .map(|rx| {
+                    csp::spawn(async move {
+                        let mut got = Vec::new();
+                        let mut spin = 0u64;
+                        loop {
+                            spin += 1;
+                            if spin % 7 == 0 {
+                                // A receive started and cancelled: takes nothing.
+                                let mut recv = std::pin::pin!(rx.recv());
+                                if let std::task::Poll::Ready(v) = futures::poll!(recv.as_mut()) {
+                                    match v {
+                                        Ok(v) => got.push(v),
+                                        Err(_) => break,
+                                    }
+                                }
+                                continue;
+                            }
+                            match rx.recv().await {
+                                Ok(v) => got.push(v),
+                                Err(_) => break,
+                            }
+                        }
+                        got
+                    })
+                })
+                .collect();
+            producer.await.unwrap();
+            let mut all = Vec::new();
+            for c in consumers {
+                all.extend(c.await.unwrap());
+            }
+            all
+        });
+        let mut received = received;
+        received.sort_unstable();
+        assert_eq!(received, (0..values).collect::<Vec<_>>());
+    });
+}

@@ -32,6 +32,7 @@ struct Arm {
 enum Op {
     Recv { end: Expr, pat: Pat },
     RecvAny { ends: Expr, pat: Pat },
+    SendAny { ends: Expr, value: Expr, pat: Pat },
     Send { end: Expr, value: Expr, pat: Pat },
     Closed { end: Expr },
     After { duration: Expr },
@@ -114,10 +115,12 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
             }
         }
         "send_any" => {
-            return Err(syn::Error::new(
-                name.span(),
-                "`send_any` arms are not implemented in this version of csp yet",
-            ));
+            let [ends, value] = arguments(input, &name, ["&txs", "value"])?;
+            Op::SendAny {
+                ends,
+                value,
+                pat: binding(input, &name, "send_any(&txs, value) -> (i, res)")?,
+            }
         }
         other => {
             return Err(syn::Error::new(
@@ -129,7 +132,10 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
             ));
         }
     };
-    if !matches!(op, Op::Recv { .. } | Op::RecvAny { .. } | Op::Send { .. })
+    if !matches!(
+        op,
+        Op::Recv { .. } | Op::RecvAny { .. } | Op::Send { .. } | Op::SendAny { .. }
+    )
         && input.peek(Token![->])
     {
         let arrow: Token![->] = input.parse()?;
@@ -249,11 +255,13 @@ impl Alt {
                 Op::RecvAny { .. } => quote!(#private::RecvAnyArm::new(#end)),
                 Op::Send { value, .. } => quote!(#private::SendArm::new(#end, #value)),
                 Op::Closed { .. } => quote!(#private::ClosedArm::new(#end)),
+                Op::SendAny { value, .. } => quote!(#private::SendAnyArm::new(#end, #value)),
             };
             let operand = match &arm.op {
                 Op::Recv { end, .. }
                 | Op::RecvAny { ends: end, .. }
                 | Op::Send { end, .. }
+                | Op::SendAny { ends: end, .. }
                 | Op::Closed { end } => end,
                 Op::Default | Op::After { .. } => unreachable!("handled above"),
             };
@@ -270,7 +278,7 @@ impl Alt {
             let index = refs.len() - 1;
             let within = format_ident!("__csp_within", span = Span::mixed_site());
             let take = match &arm.op {
-                Op::RecvAny { .. } => quote! {
+                Op::RecvAny { .. } | Op::SendAny { .. } => quote! {
                     (#within, match #local.as_mut() {
                         ::core::option::Option::Some(arm) => arm.outcome(#within),
                         ::core::option::Option::None => ::core::unreachable!(),
@@ -284,7 +292,10 @@ impl Alt {
                 },
             };
             branches.push(match &arm.op {
-                Op::Recv { pat, .. } | Op::RecvAny { pat, .. } | Op::Send { pat, .. } => {
+                Op::Recv { pat, .. }
+                | Op::RecvAny { pat, .. }
+                | Op::Send { pat, .. }
+                | Op::SendAny { pat, .. } => {
                     // A block body's statements go beside the binding, not in a block of
                     // their own (which would trip `unused_braces` in the user's crate).
                     let body = match body {

@@ -6,12 +6,14 @@ use std::borrow::Borrow;
 use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::alt::choice::{ArmSet, Choice, Plan};
 use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
+use crate::loom::cell::UnsafeCell;
 use crate::chan::ops::{ClosedOp, RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
 use crate::time::Sleep;
@@ -66,6 +68,16 @@ pub struct ClosedArm<'a, T>(ClosedOp<'a, T>);
 /// A `recv_any(&rxs)` arm: a receive on each of a run-time number of channels.
 pub struct RecvAnyArm<'a, T>(Vec<RecvOp<T, &'a Chan<T>>>);
 
+/// A `send_any(&txs, value)` arm: one value, offered on each of a run-time number of
+/// channels; the send that fires takes it.
+pub struct SendAnyArm<'a, T> {
+    /// Declared first, so dropped before the value they point at.
+    ops: Vec<SendOp<'a, T>>,
+    /// The value, boxed so that the ops' entries can point at it however the arm moves;
+    /// only reached through them.
+    _value: Box<UnsafeCell<Option<T>>>,
+}
+
 // SAFETY: `&self` methods only make an `ArmRef`; the state inside is reached under the
 // channel lock or by the owning choice, and `outcome` takes `&mut self`.
 unsafe impl<T: Send> Sync for RecvArm<'_, T> {}
@@ -75,6 +87,8 @@ unsafe impl<T: Send> Sync for SendArm<'_, T> {}
 unsafe impl<T: Send> Sync for ClosedArm<'_, T> {}
 // SAFETY: as for `RecvArm`.
 unsafe impl<T: Send> Sync for RecvAnyArm<'_, T> {}
+// SAFETY: as for `RecvArm`; the shared value is reached like a send's own slot.
+unsafe impl<T: Send> Sync for SendAnyArm<'_, T> {}
 
 impl<'a, T> RecvArm<'a, T> {
     /// An arm receiving from `rx` (a `Receiver` or a reference to one).
@@ -152,6 +166,51 @@ impl<'a, T> RecvAnyArm<'a, T> {
         self.0[i]
             .take_result()
             .expect("csp: a fired receive arm has an outcome")
+    }
+}
+
+impl<'a, T> SendAnyArm<'a, T> {
+    /// An arm sending `value` on whichever of `txs` (a slice, array or `Vec` of
+    /// `Sender`s or of references to them) can take it first; empty, it is a disabled
+    /// arm (and `value` is dropped with it).
+    pub fn new<S, W>(txs: &'a S, value: T) -> Self
+    where
+        S: AsRef<[W]> + ?Sized,
+        W: Borrow<Sender<T>> + 'a,
+    {
+        let value = Box::new(UnsafeCell::new(Some(value)));
+        let slot = NonNull::from(&*value);
+        let ops = txs
+            .as_ref()
+            .iter()
+            // SAFETY: the box outlives the ops (dropped after them), and only the ops
+            // touch it while the choice runs, each as its own slot: the claim flag
+            // lets exactly one of them take the value.
+            .map(|tx| unsafe { SendOp::with_shared_value(tx.borrow().chan(), slot) })
+            .collect();
+        SendAnyArm { ops, _value: value }
+    }
+
+    /// The arm, for [`alt`].
+    pub fn arm(&self) -> ArmRef<'_> {
+        ArmRef(Slot::Many(self))
+    }
+
+    /// The outcome of the send on the `i`th channel, which fired.
+    pub fn outcome(&mut self, i: usize) -> Result<(), SendError<T>> {
+        self.ops[i]
+            .take_result()
+            .expect("csp: a fired send arm has an outcome")
+    }
+}
+
+impl<T> ManyArms for SendAnyArm<'_, T> {
+    fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    fn get(&self, i: usize) -> &dyn Operation {
+        &self.ops[i]
     }
 }
 
@@ -361,7 +420,8 @@ opaque_debug!(
     RecvArm<'a, T>,
     SendArm<'a, T>,
     ClosedArm<'a, T>,
-    RecvAnyArm<'a, T>
+    RecvAnyArm<'a, T>,
+    SendAnyArm<'a, T>
 );
 
 impl<const N: usize> std::fmt::Debug for AltFuture<'_, N> {

@@ -90,6 +90,24 @@ impl<'a, T> SendOp<'a, T> {
         }
     }
 
+    /// A send of the value at `slot`, which other sends of the same choice may offer
+    /// too (a `send_any` arm): whichever fires takes it.
+    ///
+    /// # Safety
+    /// `slot` outlives the op and is touched by nothing else while the op's choice is
+    /// in progress.
+    pub(crate) unsafe fn with_shared_value(
+        chan: &'a Chan<T>,
+        slot: NonNull<UnsafeCell<Option<T>>>,
+    ) -> Self {
+        SendOp {
+            chan,
+            // SAFETY: per the caller.
+            waiter: unsafe { Waiter::with_shared_slot(slot) },
+            result: ResultCell::new(),
+        }
+    }
+
     pub(crate) fn chan(&self) -> &Chan<T> {
         self.chan
     }

@@ -18,6 +18,9 @@ pub(crate) struct Waiter<T> {
     choice: UnsafeCell<Option<(NonNull<Claim>, usize)>>,
     /// A send's value until taken; a recv's value once delivered.
     slot: UnsafeCell<Option<T>>,
+    /// Where the value is instead of `slot`: the one value a `send_any` arm offers on
+    /// all its channels. Whoever claims the arm's flag owns it, as with `slot`.
+    shared_slot: Option<NonNull<UnsafeCell<Option<T>>>>,
     prev: UnsafeCell<Option<NonNull<Waiter<T>>>>,
     next: UnsafeCell<Option<NonNull<Waiter<T>>>>,
     /// In a wait list: set and cleared under the channel lock.
@@ -37,10 +40,23 @@ impl<T> Waiter<T> {
         Waiter {
             choice: UnsafeCell::new(None),
             slot: UnsafeCell::new(value),
+            shared_slot: None,
             prev: UnsafeCell::new(None),
             next: UnsafeCell::new(None),
             linked: UnsafeCell::new(false),
             _pinned: PhantomPinned,
+        }
+    }
+
+    /// An unlinked send entry whose value lives at `slot`, shared with other entries of
+    /// the same choice (so at most one of them can take it: the one whose claim wins).
+    ///
+    /// # Safety
+    /// `slot` outlives the entry, and is only accessed as the entry's own slot would be.
+    pub(crate) unsafe fn with_shared_slot(slot: NonNull<UnsafeCell<Option<T>>>) -> Waiter<T> {
+        Waiter {
+            shared_slot: Some(slot),
+            ..Waiter::new(None)
         }
     }
 
@@ -82,8 +98,13 @@ impl<T> Waiter<T> {
     /// being completed; otherwise it must be the owner, with the claim not `WAITING`.
     #[inline]
     pub(crate) unsafe fn with_slot<R>(&self, f: impl FnOnce(&mut Option<T>) -> R) -> R {
+        // SAFETY: `shared_slot` outlives the entry (`with_shared_slot`).
+        let slot = match self.shared_slot {
+            Some(shared) => unsafe { shared.as_ref() },
+            None => &self.slot,
+        };
         // SAFETY: exclusive per the caller's contract.
-        self.slot.with_mut(|slot| f(unsafe { &mut *slot }))
+        slot.with_mut(|slot| f(unsafe { &mut *slot }))
     }
 
     /// Whether the entry is linked.

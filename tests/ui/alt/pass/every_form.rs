@@ -14,6 +14,7 @@ async fn forms(
         send(tx_ref, 6) -> _ if !ready => 4,
         closed(tx) => 5,
         recv_any(&[&rx, rx_ref]) -> (_i, msg) => msg.unwrap_or(9),
+        send_any(&[&tx, tx_ref], 7) -> (i, res) if ready => res.map(|()| i as u8).unwrap_or(8),
         default => 6
     };
     let b = csp::prialt! {
