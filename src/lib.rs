@@ -41,6 +41,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+// The macros name their support code `::csp::__private`; this lets the crate use them too.
+extern crate self as csp;
+
 /// The README's examples, run as doc tests so they cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
@@ -50,6 +53,8 @@ mod alt;
 mod chan;
 mod id;
 pub(crate) mod loom;
+mod par;
+pub mod pipe;
 mod runtime;
 mod task;
 mod time;
@@ -125,10 +130,120 @@ pub use csp_macros::alt;
 /// ```
 pub use csp_macros::prialt;
 
+/// Parallel composition: runs each branch as a process of its own and waits for all of
+/// them.
+///
+/// `par!(a, b, ..)` evaluates to the tuple of the branches' outputs, in written order
+/// (`par!()` is `()`, and `par!(a)` the 1-tuple `(a,)`). Since the branches are separate
+/// processes, they can talk to each other:
+///
+/// ```
+/// # csp::block_on(async {
+/// let (tx, rx) = csp::channel::<u32>();
+/// let (sent, got) = csp::par!(
+///     async move { tx.send(7).await.is_ok() },
+///     async move { rx.recv().await.unwrap() * 6 },
+/// );
+/// assert!(sent);
+/// assert_eq!(got, 42);
+/// # });
+/// ```
+///
+/// `par!(for PATTERN in ITERATOR => FUTURE)` runs `FUTURE` as a process for each item of
+/// the iterator and evaluates to a `Vec` of the outputs, in the iterator's order:
+///
+/// ```
+/// # csp::block_on(async {
+/// let squares = csp::par!(for i in 1..=4u64 => async move { i * i });
+/// assert_eq!(squares, [1, 4, 9, 16]);
+/// # });
+/// ```
+///
+/// `par!` awaits, so it goes inside `async` code. Each branch is evaluated and
+/// [`spawn`]ed in written order, on the current runtime (or the default one), so it must
+/// be `Send + 'static`: move what it needs into it (`futures::join!` joins futures that
+/// borrow, inside one process). The process of a branch is `spawned_at` the branch.
+///
+/// If a branch panics, `par!` still waits for every other branch to end, then resumes
+/// the panic of the first branch in written order that panicked; the other outputs are
+/// dropped. (A branch cancelled because its runtime is shutting down counts, in that
+/// order, as a panic that says so.)
+///
+/// ```
+/// let rt = csp::Runtime::new().unwrap();
+/// let caller = rt.spawn(async {
+///     csp::par!(async { 1 }, async { panic!("first") }, async { panic!("second") })
+/// });
+/// let payload = rt.block_on(caller).unwrap_err().into_panic();
+/// assert_eq!(*payload.downcast::<&str>().unwrap(), "first");
+/// ```
+///
+/// Dropping the future that contains a pending `par!` aborts every branch still running
+/// (as [`JoinHandle::abort`] does): their futures are dropped.
+pub use csp_macros::par;
+
+/// Runs an `async fn` on a new csp runtime; usually `main`.
+///
+/// The function becomes a plain `fn` of the same name, visibility, attributes and return
+/// type. It builds a [`Runtime`] with deadlock detection on, [`block_on`](Runtime::block_on)s
+/// the body, then shuts the runtime down with
+/// [`shutdown_timeout`](Runtime::shutdown_timeout) of one second, so a detached process
+/// that never ends cannot hold up the program's exit. `main` may return `()` or a
+/// `Result<(), E: Debug>`:
+///
+/// ```
+/// #[csp::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let n: u64 = "21".parse()?;
+///     let doubled = csp::spawn(async move { n * 2 }).await?;
+///     assert_eq!(doubled, 42);
+///     Ok(())
+/// }
+/// ```
+///
+/// `worker_threads = N` (an integer literal, at least 1) sets the number of worker
+/// threads; by default there is one per core. The attribute fits any `async fn` without
+/// parameters:
+///
+/// ```
+/// #[csp::main(worker_threads = 2)]
+/// async fn sum_of_squares() -> u64 {
+///     csp::par!(for i in 1..=3u64 => async move { i * i }).into_iter().sum()
+/// }
+///
+/// assert_eq!(sum_of_squares(), 14);
+/// ```
+pub use csp_macros::main;
+
+/// Runs an `async fn` test on a new csp runtime.
+///
+/// The function becomes a `#[test]` of the same name that builds a [`Runtime`] with
+/// deadlock detection on and [`block_on`](Runtime::block_on)s the body; the runtime is
+/// dropped when the test ends. It takes `worker_threads = N` as [`main`](macro@main)
+/// does, may return a `Result` as any test may, and composes with other test attributes
+/// such as `#[should_panic]`:
+///
+/// ```
+/// #[csp::test]
+/// async fn rendezvous() {
+///     let (tx, rx) = csp::channel();
+///     csp::spawn(async move { tx.send("ping").await.unwrap() });
+///     assert_eq!(rx.recv().await, Ok("ping"));
+/// }
+///
+/// #[csp::test(worker_threads = 2)]
+/// #[should_panic(expected = "boom")]
+/// async fn a_branch_panics() {
+///     csp::par!(async {}, async { panic!("boom") });
+/// }
+/// ```
+pub use csp_macros::test;
+
 /// What the macros expand to; not part of the API.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::alt::macro_support::*;
+    pub use crate::par::macro_support::*;
 }
 pub use chan::{
     ChannelEnd, Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, Sender,

@@ -8,3 +8,17 @@ fn alt_syntax() {
     cases.pass("tests/ui/alt/pass/*.rs");
     cases.compile_fail("tests/ui/alt/fail/*.rs");
 }
+
+#[test]
+fn par_syntax() {
+    let cases = trybuild::TestCases::new();
+    cases.pass("tests/ui/par/pass/*.rs");
+    cases.compile_fail("tests/ui/par/fail/*.rs");
+}
+
+#[test]
+fn entry_syntax() {
+    let cases = trybuild::TestCases::new();
+    cases.pass("tests/ui/entry/pass/*.rs");
+    cases.compile_fail("tests/ui/entry/fail/*.rs");
+}

@@ -1,7 +1,10 @@
-//! Procedural macros for `csp`: `alt!` and `prialt!`. Use them through the `csp`
-//! crate, which re-exports them with their documentation.
+//! Procedural macros for `csp`: `alt!`, `prialt!`, `par!`, `#[csp::main]` and
+//! `#[csp::test]`. Use them through the `csp` crate, which re-exports them with their
+//! documentation.
 
 mod alt;
+mod entry;
+mod par;
 
 use proc_macro::TokenStream;
 
@@ -17,4 +20,22 @@ pub fn alt(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn prialt(input: TokenStream) -> TokenStream {
     alt::expand(input.into(), alt::Order::Written).into()
+}
+
+/// Runs futures as parallel processes and waits for all of them. See the `csp` crate.
+#[proc_macro]
+pub fn par(input: TokenStream) -> TokenStream {
+    par::expand(input.into()).into()
+}
+
+/// Runs an `async fn main` on a csp runtime. See the `csp` crate.
+#[proc_macro_attribute]
+pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(entry::Kind::Main, args.into(), item.into()).into()
+}
+
+/// Runs an `async fn` test on a csp runtime. See the `csp` crate.
+#[proc_macro_attribute]
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(entry::Kind::Test, args.into(), item.into()).into()
 }

@@ -1,0 +1,154 @@
+//! `par!`: parsing into [`Par`], then the expansion onto `csp::__private`: each branch
+//! spawned as a process into a `ParBranch`, and one `ParJoin` awaiting them all.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, Pat, Token};
+
+/// The syntax of the replicated form, for error messages.
+const REPLICATED: &str = "par!(for PATTERN in ITERATOR => FUTURE)";
+
+/// A whole `par!`.
+enum Par {
+    /// `par!(a, b, ..)`: a tuple of the outputs.
+    Tuple(Vec<Expr>),
+    /// `par!(for PATTERN in ITERATOR => FUTURE)`: a `Vec` of the outputs, in the
+    /// iterator's order.
+    Replicated(Box<Replicated>),
+}
+
+/// The replicated form: `FUTURE` run for each `PATTERN` the iterator yields.
+struct Replicated {
+    pat: Pat,
+    iter: Expr,
+    body: Expr,
+}
+
+impl Parse for Par {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if input.peek(Token![for]) {
+            return parse_replicated(input);
+        }
+        let branches = Punctuated::<Expr, Token![,]>::parse_terminated_with(input, |input| {
+            if input.peek(Token![for]) {
+                let for_token: Token![for] = input.parse()?;
+                return Err(syn::Error::new_spanned(
+                    for_token,
+                    format!("the replicated form `{REPLICATED}` must be par!'s only argument"),
+                ));
+            }
+            input.parse()
+        })?;
+        Ok(Par::Tuple(branches.into_iter().collect()))
+    }
+}
+
+/// Parses `for PATTERN in ITERATOR => FUTURE`, with an optional trailing comma.
+fn parse_replicated(input: ParseStream<'_>) -> syn::Result<Par> {
+    input.parse::<Token![for]>()?;
+    let pat = Pat::parse_multi_with_leading_vert(input)?;
+    if !input.peek(Token![in]) {
+        return Err(syn::Error::new_spanned(
+            &pat,
+            format!("expected `in` after the pattern: `{REPLICATED}`"),
+        ));
+    }
+    let in_token: Token![in] = input.parse()?;
+    if input.is_empty() || input.peek(Token![=>]) {
+        return Err(syn::Error::new_spanned(
+            in_token,
+            format!("expected an iterator after `in`: `{REPLICATED}`"),
+        ));
+    }
+    let iter: Expr = input.parse()?;
+    if !input.peek(Token![=>]) {
+        return Err(if input.is_empty() {
+            syn::Error::new_spanned(
+                &iter,
+                format!("expected `=> FUTURE` after the iterator: `{REPLICATED}`"),
+            )
+        } else {
+            input.error(format!("expected `=>`: `{REPLICATED}`"))
+        });
+    }
+    let arrow: Token![=>] = input.parse()?;
+    if input.is_empty() {
+        return Err(syn::Error::new_spanned(
+            arrow,
+            format!("expected the future each item runs after `=>`: `{REPLICATED}`"),
+        ));
+    }
+    let body: Expr = input.parse()?;
+    input.parse::<Option<Token![,]>>()?;
+    if !input.is_empty() {
+        return Err(input.error(format!(
+            "unexpected tokens after the replicated branch: `{REPLICATED}` takes one \
+             branch, run for each item"
+        )));
+    }
+    Ok(Par::Replicated(Box::new(Replicated { pat, iter, body })))
+}
+
+/// Expands a `par!`.
+pub(crate) fn expand(input: TokenStream) -> TokenStream {
+    match syn::parse2::<Par>(input) {
+        Ok(par) => par.expand(),
+        Err(err) => err.to_compile_error(),
+    }
+}
+
+/// Spawns `branch` as a process. The call carries the branch's span, so the process's
+/// `spawned_at` and any error about the branch (not a future, not `Send`) point at it.
+fn spawn(branch: &Expr) -> TokenStream {
+    quote_spanned! {branch.span()=> ::csp::spawn(#branch) }
+}
+
+impl Par {
+    fn expand(&self) -> TokenStream {
+        let private = quote!(::csp::__private);
+        match self {
+            Par::Tuple(branches) if branches.is_empty() => {
+                // Nothing to spawn or to flatten: the join is ready at once, with `()`.
+                quote!(#private::ParJoin::new(()).await)
+            }
+            Par::Tuple(branches) => {
+                // `(ParBranch<A>, (ParBranch<B>, ()))`, built (and so spawned) in
+                // written order, and the matching pattern for the outputs.
+                let joined = branches.iter().rev().fold(quote!(()), |rest, branch| {
+                    let spawn = spawn(branch);
+                    quote!((#private::ParBranch::new(#spawn), #rest))
+                });
+                let outputs: Vec<_> = (0..branches.len())
+                    .map(|i| format_ident!("__csp_output_{}", i, span = Span::mixed_site()))
+                    .collect();
+                let pattern = outputs
+                    .iter()
+                    .rev()
+                    .fold(quote!(()), |rest, output| quote!((#output, #rest)));
+                quote! {{
+                    let #pattern = #private::ParJoin::new(#joined).await;
+                    (#(#outputs,)*)
+                }}
+            }
+            Par::Replicated(replicated) => {
+                let Replicated { pat, iter, body } = &**replicated;
+                let items = format_ident!("__csp_items", span = Span::mixed_site());
+                let join = format_ident!("__csp_join", span = Span::mixed_site());
+                let spawn = spawn(body);
+                quote! {{
+                    let #items = ::core::iter::IntoIterator::into_iter(#iter);
+                    let mut #join = #private::ParJoin::with_capacity(
+                        ::core::iter::Iterator::size_hint(&#items).0,
+                    );
+                    for #pat in #items {
+                        #join.push(#spawn);
+                    }
+                    #join.await
+                }}
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Integration tests of `#[csp::test]` and `#[csp::main]`: the body runs on a runtime
+//! built with the requested worker count, test attributes compose, and a `main` shuts
+//! its runtime down without waiting for a detached process that never ends.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+mod common;
+
+use common::bounded;
+
+/// The worker count of the current runtime, from its handle's `Debug` output.
+fn current_workers() -> usize {
+    let handle = format!("{:?}", csp::Handle::current());
+    let count = handle
+        .split("workers: ")
+        .nth(1)
+        .and_then(|rest| rest.split([',', ' ']).next())
+        .unwrap_or_else(|| panic!("no worker count in {handle}"));
+    count.parse().unwrap()
+}
+
+#[csp::test]
+async fn the_body_runs_on_a_csp_runtime() {
+    assert!(csp::Handle::try_current().is_some());
+    let (tx, rx) = csp::channel();
+    csp::spawn(async move { tx.send("ping").await.unwrap() });
+    assert_eq!(rx.recv().await, Ok("ping"));
+}
+
+#[csp::test(worker_threads = 2)]
+async fn worker_threads_sets_the_worker_count() {
+    assert_eq!(current_workers(), 2);
+    let (a, b) = csp::par!(async { current_workers() }, async { current_workers() });
+    assert_eq!((a, b), (2, 2));
+}
+
+#[csp::test]
+async fn a_test_may_return_a_result() -> Result<(), csp::JoinError> {
+    let n = csp::spawn(async { 6 * 7 }).await?;
+    assert_eq!(n, 42);
+    Ok(())
+}
+
+#[csp::test(worker_threads = 1)]
+#[should_panic(expected = "boom")]
+async fn should_panic_after_the_attribute() {
+    csp::par!(async {}, async { panic!("boom") });
+}
+
+#[should_panic(expected = "before the attribute")]
+#[csp::test]
+async fn should_panic_before_the_attribute() {
+    panic!("before the attribute");
+}
+
+static MAIN_WORKERS: AtomicUsize = AtomicUsize::new(0);
+static MAIN_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts its drop in `MAIN_DROPS`.
+struct MainGuard;
+
+impl Drop for MainGuard {
+    fn drop(&mut self) {
+        MAIN_DROPS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Records its worker count, leaves two detached processes that never end (one asleep,
+/// one always runnable) holding guards, and fails.
+#[csp::main(worker_threads = 3)]
+async fn main_like() -> Result<(), String> {
+    MAIN_WORKERS.store(current_workers(), Ordering::SeqCst);
+    let guard = MainGuard;
+    csp::spawn(async move {
+        let _guard = guard;
+        std::future::pending::<()>().await
+    });
+    let guard = MainGuard;
+    csp::spawn(async move {
+        let _guard = guard;
+        loop {
+            csp::yield_now().await;
+        }
+    });
+    Err(String::from("main_like failed"))
+}
+
+#[test]
+fn main_runs_the_body_then_shuts_the_runtime_down() {
+    let result = bounded(30, main_like);
+    assert_eq!(result, Err(String::from("main_like failed")));
+    assert_eq!(MAIN_WORKERS.load(Ordering::SeqCst), 3);
+    // The shutdown dropped both detached processes.
+    assert_eq!(MAIN_DROPS.load(Ordering::SeqCst), 2);
+}

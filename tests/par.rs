@@ -1,0 +1,358 @@
+//! Integration tests of `par!`: outputs in written order, branches as parallel
+//! processes on the current (or default) runtime and spawned at the branch, panics (the
+//! first in written order is resumed, after every branch has ended), cancellation by
+//! dropping, and cancellation by a runtime's shutdown. Every test runs under a watchdog
+//! (`common::bounded`).
+
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::pin;
+use std::sync::mpsc;
+
+use futures::FutureExt;
+
+mod common;
+
+use common::{Counter, Rng, Tracked, bounded, panic_message, runtime, thread_name, wait_until};
+
+/// Yields `n` times, so that a branch ends after others have had a chance to run.
+async fn yield_times(n: u64) {
+    for _ in 0..n {
+        csp::yield_now().await;
+    }
+}
+
+/// Yields until `counter` reaches `n`.
+async fn yield_until(counter: &Counter, n: usize) {
+    while counter.get() < n {
+        csp::yield_now().await;
+    }
+}
+
+#[test]
+fn a_tuple_holds_the_outputs_in_written_order() {
+    bounded(30, || {
+        let rt = runtime(2, "par-tuple");
+        rt.block_on(async {
+            // Each branch waits for the next one: they end in reverse written order.
+            let (tx1, rx1) = csp::channel::<()>();
+            let (tx2, rx2) = csp::channel::<()>();
+            let (a, b, c) = csp::par!(
+                async move {
+                    rx1.recv().await.unwrap();
+                    1u8
+                },
+                async move {
+                    rx2.recv().await.unwrap();
+                    tx1.send(()).await.unwrap();
+                    "two"
+                },
+                async move {
+                    tx2.send(()).await.unwrap();
+                    String::from("three")
+                },
+            );
+            assert_eq!((a, b, c.as_str()), (1, "two", "three"));
+
+            let () = csp::par!();
+            let one: (u64,) = csp::par!(async { 1 });
+            assert_eq!(one, (1,));
+        });
+        assert_eq!(rt.metrics().spawned, 4);
+    });
+}
+
+#[test]
+fn the_replicated_form_holds_the_outputs_in_index_order() {
+    bounded(30, || {
+        let rt = runtime(4, "par-replicated");
+        rt.block_on(async {
+            let mut rng = Rng::new(7);
+            let delays: Vec<u64> = (0..64).map(|_| rng.below(20)).collect();
+            let squares = csp::par!(
+                for (i, delay) in delays.into_iter().enumerate() => async move {
+                    yield_times(delay).await;
+                    i * i
+                }
+            );
+            assert_eq!(squares, (0..64).map(|i| i * i).collect::<Vec<_>>());
+
+            let words = vec![String::from("a"), String::from("bb"), String::from("ccc")];
+            let lengths = csp::par!(for word in words => async move { word.len() },);
+            assert_eq!(lengths, [1, 2, 3]);
+        });
+    });
+}
+
+#[test]
+fn an_empty_iterator_gives_an_empty_vec_and_spawns_nothing() {
+    bounded(30, || {
+        let rt = runtime(1, "par-empty");
+        let outputs: Vec<u8> =
+            rt.block_on(async { csp::par!(for i in std::iter::empty::<u8>() => async move { i }) });
+        assert!(outputs.is_empty());
+        assert_eq!(rt.metrics().spawned, 0);
+    });
+}
+
+#[test]
+fn branches_are_processes_running_in_parallel() {
+    bounded(30, || {
+        let rt = runtime(2, "par-parallel");
+        let caller = rt.spawn(async {
+            // A rendezvous in each direction: run one after the other in one process,
+            // the first branch would wait forever for the second.
+            let (to_b, from_a) = csp::channel::<u32>();
+            let (to_a, from_b) = csp::channel::<u32>();
+            csp::par!(
+                async move {
+                    to_b.send(1).await.unwrap();
+                    let reply = from_b.recv().await.unwrap();
+                    (reply, thread_name())
+                },
+                async move {
+                    let got = from_a.recv().await.unwrap();
+                    to_a.send(got + 1).await.unwrap();
+                    (got, thread_name())
+                },
+            )
+        });
+        let ((reply, thread_a), (got, thread_b)) = rt.block_on(caller).unwrap();
+        assert_eq!((reply, got), (2, 1));
+        // Spawned on the caller's runtime: one process for the caller, one per branch.
+        assert!(thread_a.starts_with("par-parallel-"), "{thread_a}");
+        assert!(thread_b.starts_with("par-parallel-"), "{thread_b}");
+        assert_eq!(rt.metrics().spawned, 3);
+    });
+}
+
+/// Waits until `gate` closes, then returns `line`.
+async fn parked(line: u32, gate: csp::Receiver<()>) -> u32 {
+    assert!(gate.recv().await.is_err());
+    line
+}
+
+#[test]
+fn the_process_of_each_branch_is_spawned_at_the_branch() {
+    bounded(30, || {
+        let rt = runtime(1, "par-location");
+        rt.block_on(async {
+            let (open, gate) = csp::channel::<()>();
+            let mut par = pin!(async {
+                csp::par!(parked(line!(), gate.clone()), parked(line!(), gate.clone()),)
+            });
+            assert!(futures::poll!(par.as_mut()).is_pending());
+            let mut spawned_at: Vec<u32> = rt
+                .processes()
+                .iter()
+                .map(|process| {
+                    assert_eq!(process.spawned_at.file(), file!());
+                    process.spawned_at.line()
+                })
+                .collect();
+            spawned_at.sort_unstable();
+            drop(open);
+            let (first, second) = par.await;
+            assert_eq!(spawned_at, [first, second]);
+        });
+    });
+}
+
+#[test]
+fn from_a_plain_thread_the_branches_run_on_the_default_runtime() {
+    bounded(30, || {
+        let names = std::thread::spawn(|| {
+            csp::block_on(async { csp::par!(for _ in 0..4 => async { thread_name() }) })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(names.len(), 4);
+        for name in names {
+            assert!(name.starts_with("csp-worker-"), "{name}");
+        }
+    });
+}
+
+#[test]
+fn the_first_panic_in_written_order_is_resumed_once_every_branch_has_ended() {
+    bounded(30, || {
+        let rt = runtime(2, "par-panics");
+        let ended = Counter::new();
+        let third_panicked = Counter::new();
+        let output_drops = Counter::new();
+        // Each branch is a block that clones the counters it needs into its future.
+        let par = async {
+            csp::par!(
+                {
+                    let (ended, drops) = (ended.clone(), output_drops.clone());
+                    async move {
+                        ended.incr();
+                        Tracked::new(0, &drops)
+                    }
+                },
+                // Written before the third branch, but panics after it.
+                {
+                    let (ended, third_panicked) = (ended.clone(), third_panicked.clone());
+                    async move {
+                        yield_until(&third_panicked, 1).await;
+                        ended.incr();
+                        panic!("second branch");
+                    }
+                },
+                {
+                    let (ended, third_panicked) = (ended.clone(), third_panicked.clone());
+                    async move {
+                        ended.incr();
+                        third_panicked.incr();
+                        panic!("third branch");
+                    }
+                },
+                // Ends well after both panics.
+                {
+                    let (ended, third_panicked) = (ended.clone(), third_panicked.clone());
+                    async move {
+                        yield_until(&third_panicked, 1).await;
+                        yield_times(50).await;
+                        ended.incr();
+                    }
+                },
+            )
+        };
+        let payload = rt
+            .block_on(AssertUnwindSafe(par).catch_unwind())
+            .expect_err("par! resumes a branch's panic");
+        assert_eq!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("second branch")
+        );
+        assert_eq!(
+            ended.get(),
+            4,
+            "par! resumed a panic before every branch ended"
+        );
+        assert_eq!(
+            output_drops.get(),
+            1,
+            "the first branch's output is dropped once"
+        );
+    });
+}
+
+#[test]
+fn a_panic_is_resumed_in_the_calling_process() {
+    bounded(30, || {
+        let rt = runtime(2, "par-caller");
+        let caller = rt.spawn(async {
+            csp::par!(for i in 0..8 => async move {
+                if i == 5 || i == 6 {
+                    panic!("branch {i}");
+                }
+                i
+            })
+        });
+        let err = rt.block_on(caller).unwrap_err();
+        assert!(err.is_panic(), "{err}");
+        assert_eq!(
+            panic_message(err.into_panic().as_ref()).as_deref(),
+            Some("branch 5")
+        );
+    });
+}
+
+/// A branch that counts its start and, with a guard, its drop, and never ends.
+fn endless(started: &Counter, drops: &Counter) -> impl Future<Output = ()> + Send + 'static {
+    let (started, drops) = (started.clone(), drops.clone());
+    async move {
+        let _guard = Tracked::new(0, &drops);
+        started.incr();
+        std::future::pending::<()>().await
+    }
+}
+
+#[test]
+fn dropping_a_pending_par_aborts_every_branch() {
+    bounded(30, || {
+        let rt = runtime(2, "par-drop");
+        let started = Counter::new();
+        let drops = Counter::new();
+        rt.block_on(async {
+            let (done_tx, done_rx) = csp::bounded::<u8>(1);
+            let finished = async move {
+                done_tx.send(3).await.unwrap();
+                3
+            };
+            let mut par = pin!(async {
+                csp::par!(
+                    endless(&started, &drops),
+                    finished,
+                    endless(&started, &drops),
+                )
+            });
+            // Polled once, the par! has spawned its branches.
+            assert!(futures::poll!(par.as_mut()).is_pending());
+            yield_until(&started, 2).await;
+            assert_eq!(done_rx.recv().await, Ok(3));
+            assert!(futures::poll!(par.as_mut()).is_pending());
+        });
+        // The block_on future, and the par! in it, are gone.
+        wait_until(10, "both endless branches are dropped", || drops.get() == 2);
+        wait_until(10, "no process is left", || {
+            rt.metrics().processes_alive == 0
+        });
+    });
+}
+
+#[test]
+fn aborting_the_process_of_a_replicated_par_aborts_every_branch() {
+    bounded(30, || {
+        let rt = runtime(2, "par-abort");
+        let started = Counter::new();
+        let drops = Counter::new();
+        let caller = {
+            let (started, drops) = (started.clone(), drops.clone());
+            rt.spawn(async move {
+                csp::par!(for _ in 0..16 => endless(&started, &drops));
+            })
+        };
+        wait_until(10, "every branch has started", || started.get() == 16);
+        caller.abort();
+        assert!(rt.block_on(caller).unwrap_err().is_cancelled());
+        wait_until(10, "every branch is dropped", || drops.get() == 16);
+        wait_until(10, "no process is left", || {
+            rt.metrics().processes_alive == 0
+        });
+    });
+}
+
+#[test]
+fn a_branch_cancelled_by_its_runtime_shutting_down_makes_par_panic() {
+    bounded(30, || {
+        let rt = runtime(1, "par-shutdown");
+        let started = Counter::new();
+        let drops = Counter::new();
+        let (outcome_tx, outcome_rx) = mpsc::channel();
+        {
+            let (started, drops) = (started.clone(), drops.clone());
+            // On the blocking pool, csp::spawn uses `rt`; the par! itself is awaited by
+            // another executor, so the shutdown does not drop it.
+            rt.handle().spawn_blocking(move || {
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    futures::executor::block_on(async {
+                        csp::par!(async { 1 }, endless(&started, &drops));
+                    })
+                }));
+                outcome_tx.send(outcome).unwrap();
+            });
+        }
+        wait_until(10, "the endless branch has started", || started.get() == 1);
+        drop(rt);
+        let payload = outcome_rx.recv().unwrap().expect_err("par! panics");
+        let message = panic_message(payload.as_ref()).unwrap();
+        assert!(
+            message.starts_with("csp: par! branch 1 did not complete: process #")
+                && message.ends_with("was cancelled (its runtime is shutting down)"),
+            "{message}"
+        );
+        assert_eq!(drops.get(), 1);
+    });
+}

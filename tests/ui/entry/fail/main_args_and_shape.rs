@@ -1,0 +1,2 @@
+#[csp::main(worker_threads = 0)]
+fn main() {}

@@ -1,0 +1,4 @@
+#[csp::main]
+struct Main;
+
+fn main() {}

@@ -1,0 +1,5 @@
+#[csp::main]
+fn main() {}
+
+#[csp::test]
+fn not_async_test() {}

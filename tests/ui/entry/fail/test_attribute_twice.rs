@@ -1,0 +1,5 @@
+#[csp::test]
+#[test]
+async fn twice() {}
+
+fn main() {}

@@ -1,0 +1,2 @@
+#[csp::main(flavor = "current_thread")]
+async fn main() {}

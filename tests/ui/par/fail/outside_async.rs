@@ -1,0 +1,3 @@
+fn main() {
+    let _ = csp::par!(async { 1 });
+}
