@@ -1,5 +1,5 @@
-//! The API contract of API.md, "Runtime and processes": every item is named here with its
-//! exact path and signature, so a drift from the contract fails to compile. The tests at
+//! The API contract of API.md: every item built so far is named here with its exact path
+//! and signature, so a drift from the contract fails to compile. The tests at
 //! the end also call a few of them.
 
 use std::any::Any;
@@ -366,10 +366,10 @@ fn channel_bounds() {
 
 // ---- alt! / prialt! / Select (API.md "alt! / prialt! — CSP choice") ----
 
-/// Each documented arm form of `alt!` and `prialt!` (`after` and `send_any` are not in
-/// this version: a compile error says so, see tests/ui).
+/// Each documented arm form of `alt!` and `prialt!`.
 #[allow(dead_code)]
 async fn alt_forms(rx: csp::Receiver<u8>, tx: csp::Sender<u8>) -> u8 {
+    use std::time::Duration;
     let ready = true;
     let a: u8 = csp::alt! {
         recv(rx) -> msg => msg.unwrap_or(0),
@@ -377,12 +377,28 @@ async fn alt_forms(rx: csp::Receiver<u8>, tx: csp::Sender<u8>) -> u8 {
         send(tx, 1) -> res => { res.map(|()| 2).unwrap_or(3) }
         closed(tx) => 4,
         recv_any(&[&rx]) -> (i, msg) => msg.map(|m| m + i as u8).unwrap_or(5),
+        send_any(&[&tx], 9) -> (i, res) => res.map(|()| i as u8).unwrap_or(6),
         default => 5,
     };
     let b: u8 = csp::prialt! {
         recv(rx) -> msg => msg.unwrap_or(6),
+        after(Duration::from_millis(10)) => 7,
     };
     a + b
+}
+
+/// The future that contains an `alt!` is `Send` when the channels' `T` and the arm values
+/// are.
+#[allow(dead_code)]
+fn alt_futures_are_send(rx: csp::Receiver<u8>, tx: csp::Sender<String>) {
+    fn send<F: Future + Send>(_: F) {}
+    send(async move {
+        csp::alt! {
+            recv(rx) -> _msg => {},
+            send_any(&[&tx], String::new()) -> (_i, _res) => {},
+            after(Duration::from_millis(1)) => {},
+        }
+    });
 }
 
 #[allow(dead_code)]
@@ -423,4 +439,145 @@ fn select_contract() {
     let op: Selected<'_> = sel.try_select().unwrap();
     assert_eq!(op.index(), i);
     assert_eq!(op.recv(&rx), Ok(3));
+}
+
+// ---- Timers (API.md "Timers") ----
+
+#[allow(dead_code)]
+fn timer_signatures() {
+    use csp::{Elapsed, Receiver, Sleep, Timeout};
+    use std::future::Ready;
+    use std::pin::Pin;
+    use std::time::Instant;
+
+    let _: fn(Duration) -> Sleep = csp::sleep;
+    let _: fn(Instant) -> Sleep = csp::sleep_until;
+    let _: fn(Duration, Ready<u8>) -> Timeout<Ready<u8>> = csp::timeout::<Ready<u8>>;
+    let _: fn(Duration) -> Receiver<Instant> = csp::after;
+    let _: fn(Duration) -> Receiver<Instant> = csp::tick;
+    let _: fn(&Sleep) -> Instant = Sleep::deadline;
+    let _: fn(Pin<&mut Sleep>, Instant) = Sleep::reset;
+    fn output<F: Future<Output = O>, O>() {}
+    output::<Sleep, ()>();
+    output::<Timeout<Ready<u8>>, Result<u8, Elapsed>>();
+}
+
+#[test]
+fn timer_contract() {
+    use csp::{Elapsed, Sleep};
+    // `Sleep` is `!Unpin`: for an `Unpin` type, both impls below would apply and the
+    // `_` could not be inferred, so this compiles only for `!Unpin` types.
+    trait AmbiguousIfUnpin<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> AmbiguousIfUnpin<()> for T {}
+    impl<T: ?Sized + Unpin> AmbiguousIfUnpin<u8> for T {}
+    <Sleep as AmbiguousIfUnpin<_>>::check();
+    fn error<T: Error + Display + Copy + Eq + Send + Sync + 'static>() {}
+    error::<Elapsed>();
+    assert_debug::<Sleep>();
+}
+
+// ---- Pipelines (API.md "Pipelines") ----
+
+#[allow(dead_code, clippy::type_complexity)] // the exact signatures are the point
+fn pipe_signatures() {
+    use csp::{Receiver, Sender};
+    use std::future::Ready;
+
+    let _: fn(fn(Sender<u32>) -> Ready<()>) -> Receiver<u32> =
+        csp::pipe::producer::<u32, fn(Sender<u32>) -> Ready<()>, Ready<()>>;
+    let _: fn(Receiver<u32>, fn(u32) -> u64) -> Receiver<u64> = csp::pipe::map::<u32, u64>;
+    let _: fn(Receiver<u32>, fn(&u32) -> bool) -> Receiver<u32> = csp::pipe::filter::<u32>;
+    let _: fn(Receiver<u32>, usize) -> Receiver<u32> = csp::pipe::buffer::<u32>;
+    let _: fn(Vec<Receiver<u32>>) -> Receiver<u32> = csp::pipe::merge::<u32>;
+}
+
+/// No bounds beyond API.md's: wrappers with exactly API.md's bounds compile.
+#[allow(dead_code)]
+mod pipe_bounds {
+    use csp::{Receiver, Sender};
+    use std::future::Future;
+
+    fn producer<T, F, Fut>(f: F) -> Receiver<T>
+    where
+        F: FnOnce(Sender<T>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+        T: Send + 'static,
+    {
+        csp::pipe::producer(f)
+    }
+    fn map<T, U>(rx: Receiver<T>, f: impl FnMut(T) -> U + Send + 'static) -> Receiver<U>
+    where
+        T: Send + 'static,
+        U: Send + 'static,
+    {
+        csp::pipe::map(rx, f)
+    }
+    fn filter<T: Send + 'static>(
+        rx: Receiver<T>,
+        f: impl FnMut(&T) -> bool + Send + 'static,
+    ) -> Receiver<T> {
+        csp::pipe::filter(rx, f)
+    }
+    fn buffer<T: Send + 'static>(rx: Receiver<T>, n: usize) -> Receiver<T> {
+        csp::pipe::buffer(rx, n)
+    }
+    fn merge<T: Send + 'static>(rxs: Vec<Receiver<T>>) -> Receiver<T> {
+        csp::pipe::merge(rxs)
+    }
+}
+
+// ---- par! (API.md "par! — parallel composition") ----
+
+/// Each documented form of `par!`: a tuple of the outputs in written order (`()` for
+/// none, a 1-tuple for one), and a `Vec` in index order for the replicated form.
+#[allow(dead_code)]
+async fn par_forms(n: u64) {
+    async fn work(i: u64) -> u64 {
+        i * 2
+    }
+    let (a, b): (u64, &str) = csp::par!(work(1), async { "b" });
+    let (one,): (u8,) = csp::par!(async { 1u8 });
+    let () = csp::par!();
+    let v: Vec<u64> = csp::par!(for i in 0..n => work(i));
+    let _ = (a, b, one, v);
+}
+
+/// The future that contains a `par!` is `Send` when the branches' outputs are.
+#[allow(dead_code)]
+fn par_futures_are_send() {
+    fn send<F: Future + Send>(_: F) {}
+    send(async { csp::par!(async { 1u8 }, async { String::new() }) });
+    send(async { csp::par!(for i in 0..3u8 => async move { i }) });
+}
+
+// ---- Entry points (API.md "Entry points") ----
+
+mod entry_points {
+    #[csp::main]
+    pub(super) async fn main_unit() {}
+
+    #[csp::main(worker_threads = 4)]
+    pub(super) async fn main_result() -> Result<(), Box<dyn std::error::Error>> {
+        Ok(())
+    }
+
+    #[csp::test]
+    async fn a_test() {}
+
+    #[csp::test(worker_threads = 2)]
+    async fn a_test_with_workers() {}
+
+    #[csp::test]
+    #[should_panic(expected = "boom")]
+    async fn a_should_panic_test() {
+        panic!("boom");
+    }
+}
+
+#[test]
+fn entry_points_run() {
+    entry_points::main_unit();
+    entry_points::main_result().unwrap();
 }
