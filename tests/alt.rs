@@ -587,7 +587,10 @@ fn send_any_delivers_its_one_value_to_the_ready_channel() {
             assert_eq!((i, res), (2, Ok(())));
             let (value, receivers) = receiver.await.unwrap();
             assert_eq!(value, Ok(7));
-            assert!(receivers.iter().all(|rx| rx.try_recv().is_err()), "sent once");
+            assert!(
+                receivers.iter().all(|rx| rx.try_recv().is_err()),
+                "sent once"
+            );
         });
     });
 }

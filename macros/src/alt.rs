@@ -135,8 +135,7 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
     if !matches!(
         op,
         Op::Recv { .. } | Op::RecvAny { .. } | Op::Send { .. } | Op::SendAny { .. }
-    )
-        && input.peek(Token![->])
+    ) && input.peek(Token![->])
     {
         let arrow: Token![->] = input.parse()?;
         return Err(syn::Error::new_spanned(
@@ -324,10 +323,7 @@ impl Alt {
             })
             .unwrap_or(quote!(false));
         let (after_arg, after_branch) = match after {
-            Some((timeout, body)) => (
-                quote!(#timeout),
-                quote! { (#private::AFTER, _) => #body, },
-            ),
+            Some((timeout, body)) => (quote!(#timeout), quote! { (#private::AFTER, _) => #body, }),
             None => (quote!(::core::option::Option::None), quote!()),
         };
         let fired = format_ident!("__csp_fired", span = Span::mixed_site());

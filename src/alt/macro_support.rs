@@ -13,9 +13,9 @@ use std::time::Duration;
 use crate::alt::choice::{ArmSet, Choice, Plan};
 use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
-use crate::loom::cell::UnsafeCell;
 use crate::chan::ops::{ClosedOp, RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
+use crate::loom::cell::UnsafeCell;
 use crate::time::Sleep;
 
 /// What [`AltFuture`] resolves to when the `default` arm runs.

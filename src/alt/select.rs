@@ -358,24 +358,23 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
             .select
             .as_mut()
             .expect("csp: a SelectFuture was polled after it completed");
-        let fired = if !this.choice.is_waiting()
-            && !select.plan.prepare(&select.arms, select.biased)
-        {
-            assert!(
-                this.timer.is_some(),
-                "csp: Select::select() with no arm to wait on (every arm was removed or \
+        let fired =
+            if !this.choice.is_waiting() && !select.plan.prepare(&select.arms, select.biased) {
+                assert!(
+                    this.timer.is_some(),
+                    "csp: Select::select() with no arm to wait on (every arm was removed or \
                  spent) and no timeout; it could never complete"
-            );
-            None
-        } else {
-            // SAFETY: `this` is pinned, and the plan and arms stay unchanged (borrowed
-            // mutably by this future) until the choice completes or is cancelled on
-            // drop.
-            match unsafe { this.choice.poll(&select.arms, &mut select.plan, cx) } {
-                Poll::Ready(fired) => Some(fired),
-                Poll::Pending => None,
-            }
-        };
+                );
+                None
+            } else {
+                // SAFETY: `this` is pinned, and the plan and arms stay unchanged (borrowed
+                // mutably by this future) until the choice completes or is cancelled on
+                // drop.
+                match unsafe { this.choice.poll(&select.arms, &mut select.plan, cx) } {
+                    Poll::Ready(fired) => Some(fired),
+                    Poll::Pending => None,
+                }
+            };
         let fired = match fired {
             Some(fired) => fired,
             None => {

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use crate::alt::claim::Owner;
 
-use crate::loom::sync::{Arc, Mutex};
 use crate::loom::sync::atomic::{AtomicU64, Ordering};
+use crate::loom::sync::{Arc, Mutex};
 use crate::time::channel::ChannelTimer;
 use crate::time::entry::{Action, Entry, Position};
 use crate::time::wheel::Wheel;

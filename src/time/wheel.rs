@@ -350,7 +350,20 @@ mod tests {
         // after its deadline.
         let mut now = 0_u64;
         let mut seen = Vec::new();
-        for step in [1, 1, 30, 40, 1, 3000, 2000, 100_000, 200_000, 1 << 41, u64::MAX / 2, u64::MAX] {
+        for step in [
+            1,
+            1,
+            30,
+            40,
+            1,
+            3000,
+            2000,
+            100_000,
+            200_000,
+            1 << 41,
+            u64::MAX / 2,
+            u64::MAX,
+        ] {
             let before = now;
             now = now.saturating_add(step).min(u64::MAX - 1);
             for (entry, _) in drain(&mut wheel, now) {
