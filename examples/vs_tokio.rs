@@ -6,6 +6,7 @@
 //! cargo run --release --example vs_tokio
 //! CSP_BENCH_SAMPLES=2 cargo run --release --example vs_tokio   # a quick run
 //! CSP_BENCH_ONLY=ping_pong,timers cargo run --release --example vs_tokio
+//! CSP_BENCH_DEADLOCK_DETECTION=off cargo run --release --example vs_tokio
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -63,7 +64,10 @@ fn main() {
     let mut per_unit = Vec::new();
     let mut notes = Vec::new();
     let only = std::env::var("CSP_BENCH_ONLY").ok();
-    let selected = |name: &str| only.as_ref().is_none_or(|only| only.split(',').any(|o| o == name));
+    let selected = |name: &str| {
+        only.as_ref()
+            .is_none_or(|only| only.split(',').any(|o| o == name))
+    };
     for workload in WORKLOADS
         .iter()
         .chain(CHANNEL_WORKLOADS)

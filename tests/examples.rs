@@ -31,6 +31,10 @@ mod pipeline;
 #[allow(dead_code)]
 mod tokio_interop;
 
+#[path = "../examples/deadlock.rs"]
+#[allow(dead_code)]
+mod deadlock;
+
 /// Seconds an example may take before the watchdog fails it.
 const LIMIT: u64 = 30;
 
@@ -94,4 +98,29 @@ fn tokio_interop_echoes_every_line_upper_cased() {
     });
     let expected = ["ONE", "TWO", "THREE LITTLE WORDS"];
     assert_eq!(echoes, [expected, expected]);
+}
+
+#[test]
+fn deadlock_reports_both_processes_and_the_main_future() {
+    let report = bounded(LIMIT, || {
+        deadlock::report(std::time::Duration::from_millis(50))
+    });
+    assert!(
+        report.starts_with("csp: deadlock: all processes are asleep"),
+        "{report}"
+    );
+    assert!(
+        report.contains("the block_on future: waiting on join of process #"),
+        "{report}"
+    );
+    assert_eq!(
+        report.matches("examples/deadlock.rs:").count(),
+        2,
+        "{report}"
+    );
+    assert_eq!(
+        report.matches("waiting on recv on channel #").count(),
+        2,
+        "{report}"
+    );
 }

@@ -158,9 +158,13 @@ impl Executor for csp::Runtime {
     type JoinHandle<T: Send + 'static> = csp::JoinHandle<T>;
     type JoinError = csp::JoinError;
 
+    /// Deadlock detection is on, as by default, unless `CSP_BENCH_DEADLOCK_DETECTION=off`
+    /// (to measure what it costs).
     fn with_workers(workers: usize) -> Self {
+        let detection = std::env::var("CSP_BENCH_DEADLOCK_DETECTION").map_or(true, |v| v != "off");
         csp::Runtime::builder()
             .worker_threads(workers)
+            .deadlock_detection(detection)
             .build()
             .expect("failed to build the csp runtime")
     }

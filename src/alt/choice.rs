@@ -19,9 +19,7 @@ use std::task::{Context, Poll};
 use crate::alt::claim::{Claim, Owner, Seen, Wakes};
 use crate::alt::operation::Operation;
 use crate::alt::rng;
-use crate::loom::sync::atomic::Ordering;
 use crate::task::WaitOn;
-use crate::task::waker::process_of;
 use crate::tuning::INLINE_ARMS;
 
 /// The arms of a choice, by index.
@@ -206,18 +204,18 @@ impl Plan {
     }
 }
 
-/// Records, for dumps, that the process polling (if it is one) waits on this choice.
-fn record_wait(cx: &Context<'_>, plan: &Plan) {
-    if let Some(process) = process_of(cx.waker()) {
-        let wait = WaitOn::Alt {
-            channels: plan.channels() as u64,
-        };
-        // Relaxed: read only by dumps.
-        process
-            .header()
-            .wait
-            .store(wait.encode(), Ordering::Relaxed);
-    }
+/// Records, for dumps and deadlock detection, that the owner of the poll (a process or a
+/// `block_on` future) waits on this choice.
+fn record_wait<A: ArmSet + ?Sized>(cx: &Context<'_>, arms: &A, plan: &Plan) {
+    let wait = WaitOn::Alt {
+        channels: plan.channels() as u64,
+    };
+    let foreign = plan
+        .locks
+        .as_slice()
+        .iter()
+        .any(|&i| plan.enabled(arms, i).is_foreign());
+    crate::task::wait::record(cx.waker(), wait, foreign);
 }
 
 /// The state of one choice in progress; must stay pinned while it waits (the arms'
@@ -262,7 +260,7 @@ impl Choice {
         }
         if self.claim.seen() == Seen::Pending {
             // Polled again while still waiting: record the wait again for dumps.
-            record_wait(cx, plan);
+            record_wait(cx, arms, plan);
             let fresh = Owner::from_waker(cx.waker());
             plan.lock(arms);
             if self.claim.seen() == Seen::Pending {
@@ -303,7 +301,7 @@ impl Choice {
             drop(owner);
             return Poll::Ready(fired);
         }
-        record_wait(cx, plan);
+        record_wait(cx, arms, plan);
         self.claim.begin_wait(owner);
         let claim = NonNull::from(&self.claim);
         for &i in plan.order.as_slice() {

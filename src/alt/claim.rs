@@ -21,6 +21,7 @@ use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::runtime::block_on::{Parker, parker_arc_of, parker_of};
 use crate::task::TaskRef;
 use crate::task::waker::process_of;
 
@@ -34,7 +35,9 @@ const CLAIMED: usize = 4;
 pub(crate) enum Owner {
     /// A csp process, by an internal reference.
     Process(TaskRef),
-    /// Anything else (another executor, a blocked thread).
+    /// A `block_on` future (or a blocking call), by an internal reference to its thread.
+    Main(std::sync::Arc<Parker>),
+    /// Anything else (another executor).
     Foreign(Waker),
 }
 
@@ -43,8 +46,11 @@ impl Owner {
     /// waker clone.
     #[inline]
     pub(crate) fn from_waker(waker: &Waker) -> Owner {
-        match process_of(waker) {
-            Some(raw) => Owner::Process(TaskRef::new(raw)),
+        if let Some(raw) = process_of(waker) {
+            return Owner::Process(TaskRef::new(raw));
+        }
+        match parker_arc_of(waker) {
+            Some(parker) => Owner::Main(parker),
             None => Owner::Foreign(waker.clone()),
         }
     }
@@ -53,6 +59,9 @@ impl Owner {
     pub(crate) fn will_wake(&self, waker: &Waker) -> bool {
         match self {
             Owner::Process(task) => process_of(waker) == Some(task.raw()),
+            Owner::Main(parker) => {
+                parker_of(waker).is_some_and(|other| std::ptr::eq(other, &**parker))
+            }
             Owner::Foreign(own) => own.will_wake(waker),
         }
     }
@@ -63,6 +72,7 @@ impl Owner {
     pub(crate) fn wake(self) {
         match self {
             Owner::Process(task) => task.wake(),
+            Owner::Main(parker) => parker.unpark(),
             Owner::Foreign(waker) => waker.wake(),
         }
     }

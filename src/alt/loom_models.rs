@@ -133,7 +133,7 @@ fn loom_alt_cancelled_while_a_sender_claims_it() {
 fn loom_alt_commit_vs_timeout() {
     loom::model(|| {
         // A runtime's shared state without its workers: the model advances the wheel.
-        let (shared, _queues) = Shared::new(1, "loom".into());
+        let (shared, _queues) = Shared::new(1, "loom".into(), None);
         let _enter = context::enter(Handle {
             shared: shared.clone(),
         });
@@ -149,7 +149,10 @@ fn loom_alt_commit_vs_timeout() {
         // The sender races the choice's reaction to its expired timer.
         let sender = thread::spawn(move || tx.try_send(7).is_ok());
         // Far past the deadline, whatever the clock says.
-        assert!(shared.timers().fire_all(u64::MAX - 1), "the timeout's timer fired");
+        assert!(
+            shared.timers().fire_all(u64::MAX - 1),
+            "the timeout's timer fired"
+        );
         let Poll::Ready(op) = select.as_mut().poll(&mut cx) else {
             panic!("an expired timeout completes the choice");
         };

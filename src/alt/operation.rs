@@ -62,4 +62,8 @@ pub(crate) trait Operation {
 
     /// Records, for process dumps, what a process blocked on this arm waits on.
     fn describe(&self) -> crate::task::WaitOn;
+
+    /// True if something outside the runtime may complete this operation (its channel
+    /// is foreign): deadlock detection then never counts its waiter as blocked.
+    fn is_foreign(&self) -> bool;
 }

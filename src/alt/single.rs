@@ -6,15 +6,15 @@
 
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use pin_project_lite::pin_project;
 
 use crate::alt::claim::{Claim, Owner, Seen, Wakes};
 use crate::alt::operation::Operation;
-use crate::loom::sync::atomic::Ordering;
+use crate::runtime::block_on::parker_of;
+use crate::task::TaskRef;
 use crate::task::waker::process_of;
-use crate::task::{RawTask, TaskRef};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -72,11 +72,9 @@ pin_project! {
     }
 }
 
-/// Records, for dumps, what `process` now waits on.
-fn record_wait(process: RawTask, op: &dyn Operation) {
-    // Relaxed: read only by dumps.
-    let wait = op.describe().encode();
-    process.header().wait.store(wait, Ordering::Relaxed);
+/// Records, for dumps and deadlock detection, what the owner of `waker` now waits on.
+fn record_wait(waker: &Waker, op: &dyn Operation) {
+    crate::task::wait::record(waker, op.describe(), op.is_foreign());
 }
 
 impl<O: Operation> Single<O> {
@@ -120,11 +118,11 @@ impl<O: Operation> Single<O> {
                     *this.stage = Stage::Done;
                     return Poll::Ready(());
                 }
+                record_wait(cx.waker(), op);
                 let owner = match process_of(cx.waker()) {
-                    Some(process) => {
-                        record_wait(process, op);
-                        Owner::Process(TaskRef::new(process))
-                    }
+                    Some(process) => Owner::Process(TaskRef::new(process)),
+                    // A `block_on` future: an internal reference, no foreign code.
+                    None if parker_of(cx.waker()).is_some() => Owner::from_waker(cx.waker()),
                     None => {
                         // A foreign waker is cloned with the lock dropped: no foreign code
                         // runs under it. Then try again, as the channel may have changed.
@@ -159,9 +157,7 @@ impl<O: Operation> Single<O> {
                 if claim.seen() == Seen::Pending {
                     // Polled again while still waiting: the dump must still say on what
                     // (each poll of a process starts with a blank wait word).
-                    if let Some(process) = process_of(cx.waker()) {
-                        record_wait(process, op);
-                    }
+                    record_wait(cx.waker(), op);
                     let fresh = Owner::from_waker(cx.waker());
                     op.lock();
                     if claim.seen() == Seen::Pending {

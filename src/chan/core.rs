@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use std::ptr::NonNull;
 
 use crate::alt::claim::{Claim, Wakes};
+use crate::chan::home::Home;
 use crate::chan::lock::RawLock;
 use crate::chan::waiter::{WaitList, Waiter};
 use crate::id::next_channel_id;
@@ -51,8 +52,8 @@ pub(crate) struct Chan<T> {
     state: UnsafeCell<State<T>>,
     /// Mirrors `State::closed`, for lock-free reads.
     closed: AtomicBool,
-    /// Set by `mark_foreign` (for deadlock detection).
-    foreign: AtomicBool,
+    /// The runtime it belongs to, or foreign (deadlock detection).
+    home: Home,
     senders: AtomicUsize,
     receivers: AtomicUsize,
 }
@@ -314,7 +315,7 @@ impl<T> Chan<T> {
                 on_receivers_gone: None,
             }),
             closed: AtomicBool::new(false),
-            foreign: AtomicBool::new(false),
+            home: Home::here(),
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
         }
@@ -413,12 +414,25 @@ impl<T> Chan<T> {
     /// Sets what to run once the last receiver is gone (one hook per channel).
     pub(crate) fn on_receivers_gone(&self, hook: Box<dyn FnOnce() + Send>) {
         let previous = self.lock().on_receivers_gone.replace(hook);
-        debug_assert!(previous.is_none(), "a channel takes one receivers-gone hook");
+        debug_assert!(
+            previous.is_none(),
+            "a channel takes one receivers-gone hook"
+        );
     }
 
+    /// Something outside csp's view may use the channel (`home.rs`).
     pub(crate) fn mark_foreign(&self) {
-        // Relaxed: a hint for deadlock detection, which reads it long after.
-        self.foreign.store(true, Ordering::Relaxed);
+        self.home.mark();
+    }
+
+    /// An end is used or cloned on this thread now (`home.rs`).
+    #[inline]
+    pub(crate) fn note_use(&self) {
+        self.home.note_use();
+    }
+
+    pub(crate) fn is_foreign(&self) -> bool {
+        self.home.is_foreign()
     }
 
     pub(crate) fn sender_count(&self) -> usize {

@@ -130,11 +130,10 @@ macro_rules! channel_end_methods {
         }
 
         /// Marks the channel as used outside csp, so deadlock detection never counts a
-        /// process blocked on it as deadlocked (needed only for an end moved to a plain
-        /// thread before its first use there).
-        ///
-        /// Deadlock detection is not implemented in this version, so this has no effect
-        /// yet beyond recording the mark.
+        /// process blocked on it as deadlocked. csp notices by itself an end created,
+        /// cloned or used outside the runtime's processes and `block_on` future; this is
+        /// needed only for an end *moved* to a plain thread (or another executor) that
+        /// will first use it later, while processes already wait on the channel.
         ///
         /// ```
         /// let (tx, rx) = csp::bounded::<u8>(1);

@@ -11,6 +11,7 @@ pub(crate) mod core;
 pub(crate) mod end;
 mod error;
 mod future;
+mod home;
 mod lock;
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -21,6 +22,7 @@ pub(crate) mod waiter;
 
 pub use end::ChannelEnd;
 pub use error::{RecvError, SendError, TryRecvError, TrySendError};
+pub(crate) use home::foreign_epoch;
 pub use receiver::{Receiver, RecvFuture};
 pub use sender::{Closed, SendFuture, Sender};
 

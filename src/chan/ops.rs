@@ -64,6 +64,7 @@ pub(crate) struct ClosedOp<'a, T> {
 
 impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
     pub(crate) fn new(chan: C) -> Self {
+        chan.note_use();
         RecvOp {
             chan,
             waiter: Waiter::new(None),
@@ -83,6 +84,7 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
 
 impl<'a, T> SendOp<'a, T> {
     pub(crate) fn new(chan: &'a Chan<T>, value: T) -> Self {
+        chan.note_use();
         SendOp {
             chan,
             waiter: Waiter::new(Some(value)),
@@ -100,6 +102,7 @@ impl<'a, T> SendOp<'a, T> {
         chan: &'a Chan<T>,
         slot: NonNull<UnsafeCell<Option<T>>>,
     ) -> Self {
+        chan.note_use();
         SendOp {
             chan,
             // SAFETY: per the caller.
@@ -120,6 +123,7 @@ impl<'a, T> SendOp<'a, T> {
 
 impl<T, C: Deref<Target = Chan<T>>> ReadOp<T, C> {
     pub(crate) fn new(chan: C) -> Self {
+        chan.note_use();
         ReadOp {
             chan,
             waiter: Waiter::new(None),
@@ -135,6 +139,7 @@ impl<T, C: Deref<Target = Chan<T>>> ReadOp<T, C> {
 
 impl<'a, T> ClosedOp<'a, T> {
     pub(crate) fn new(chan: &'a Chan<T>) -> Self {
+        chan.note_use();
         ClosedOp {
             chan,
             waiter: Waiter::new(None),
@@ -210,6 +215,10 @@ macro_rules! channel_lock {
         unsafe fn unlock(&self) {
             // SAFETY: the caller holds the lock.
             unsafe { self.chan.raw_lock().unlock() }
+        }
+
+        fn is_foreign(&self) -> bool {
+            self.chan.is_foreign()
         }
     };
 }

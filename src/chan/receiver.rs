@@ -86,6 +86,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Err(csp::TryRecvError::Empty));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.chan.note_use();
         let mut wakes = Wakes::default();
         let result = {
             let mut state = self.chan.lock();
@@ -114,6 +115,8 @@ impl<T> Receiver<T> {
     #[track_caller]
     pub fn recv_blocking(&self) -> Result<T, RecvError> {
         context::assert_may_block("Receiver::recv_blocking");
+        // A blocked thread is outside every runtime's view.
+        self.chan.mark_foreign();
         park_on(self.recv())
     }
 
@@ -161,6 +164,7 @@ impl<T> sealed::Sealed<T> for Receiver<T> {
 
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
+        self.chan.note_use();
         self.chan.add_receiver();
         Receiver::new(self.chan.clone())
     }

@@ -59,6 +59,7 @@ impl<T> Sender<T> {
     /// assert!(tx.try_send(3).unwrap_err().is_closed());
     /// ```
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        self.chan.note_use();
         let mut wakes = Wakes::default();
         let result = {
             let mut state = self.chan.lock();
@@ -90,6 +91,8 @@ impl<T> Sender<T> {
     #[track_caller]
     pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
         context::assert_may_block("Sender::send_blocking");
+        // A blocked thread is outside every runtime's view.
+        self.chan.mark_foreign();
         park_on(self.send(value))
     }
 
@@ -118,6 +121,7 @@ impl<T> sealed::Sealed<T> for Sender<T> {
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
+        self.chan.note_use();
         self.chan.add_sender();
         Sender {
             chan: self.chan.clone(),

@@ -78,10 +78,24 @@ impl Builder {
 
     /// Turns deadlock detection on (the default) or off.
     ///
-    /// Not implemented yet: in this version the setting is recorded but `block_on`
-    /// never reports a deadlock, whatever its value; a deadlocked program hangs.
+    /// With it on, `block_on` panics with a report (`csp: deadlock: all processes are
+    /// asleep`, then each blocked process with its id, spawn location and what it waits
+    /// on) once its future and every process of the runtime have been blocked on one
+    /// another's channels, alts and joins for the [grace period](Self::deadlock_grace),
+    /// with no timer armed, no blocking task alive, and nothing outside csp able to wake
+    /// them (a channel used outside the runtime, a waker held by a foreign future). Off,
+    /// a deadlocked program hangs.
     ///
     /// ```
+    /// let rt = csp::Runtime::builder().deadlock_grace(std::time::Duration::from_millis(50)).build().unwrap();
+    /// let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    ///     rt.block_on(async {
+    ///         let (_tx, rx) = csp::channel::<u8>();
+    ///         rx.recv().await // nobody else can ever send
+    ///     })
+    /// }));
+    /// assert!(report.is_err());
+    ///
     /// let rt = csp::Runtime::builder().deadlock_detection(false).build().unwrap();
     /// # drop(rt);
     /// ```
@@ -91,10 +105,7 @@ impl Builder {
     }
 
     /// How long every process must have been blocked before a deadlock is reported
-    /// (default 1 s).
-    ///
-    /// Not implemented yet: recorded, but no deadlock is reported in this version (see
-    /// [`deadlock_detection`](Self::deadlock_detection)).
+    /// (default 1 s; see [`deadlock_detection`](Self::deadlock_detection)).
     ///
     /// ```
     /// use std::time::Duration;
@@ -128,7 +139,8 @@ impl Builder {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        let (shared, queues) = Shared::new(workers, self.thread_name.clone());
+        let deadlock_grace = self.deadlock_detection.then_some(self.deadlock_grace);
+        let (shared, queues) = Shared::new(workers, self.thread_name.clone(), deadlock_grace);
         let mut runtime = Runtime {
             handle: Handle {
                 shared: shared.clone(),

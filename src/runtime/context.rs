@@ -16,6 +16,8 @@ struct Context {
     entered: RefCell<Option<Handle>>,
     /// csp is polling a process or a `block_on` future on this thread.
     polling: Cell<bool>,
+    /// The id of the runtime whose `block_on` future is being polled here (0: none).
+    polling_for: Cell<u64>,
 }
 
 impl Context {
@@ -24,6 +26,7 @@ impl Context {
             worker: Cell::new(None),
             entered: RefCell::new(None),
             polling: Cell::new(false),
+            polling_for: Cell::new(0),
         }
     }
 }
@@ -63,6 +66,20 @@ pub(crate) fn current_handle() -> Option<Handle> {
 pub(crate) fn is_polling() -> bool {
     with_worker(|local| local.is_some_and(Local::is_polling))
         || CONTEXT.try_with(|cx| cx.polling.get()).unwrap_or(false)
+}
+
+/// The id of the runtime whose process or `block_on` future this thread is polling; 0
+/// when it polls none (a plain thread, another executor, a blocking-pool closure).
+#[inline]
+pub(crate) fn polling_runtime() -> u64 {
+    if let Some(id) = with_worker(|local| {
+        local
+            .filter(|local| local.is_polling())
+            .map(|local| local.shared().id())
+    }) {
+        return id;
+    }
+    CONTEXT.try_with(|cx| cx.polling_for.get()).unwrap_or(0)
 }
 
 /// Panics with advice if csp is polling on this thread: blocking it would stall every
@@ -112,18 +129,24 @@ impl Drop for EnterGuard {
     }
 }
 
-/// Marks csp as polling on this thread while the guard lives.
+/// Marks csp as polling on this thread while the guard lives: the `block_on` future of
+/// runtime `runtime` (an id), or with 0, a future no runtime counts as its own (a
+/// `send_blocking`).
 pub(crate) struct PollingGuard {
-    previous: bool,
+    previous: (bool, u64),
 }
 
-pub(crate) fn polling() -> PollingGuard {
-    let previous = CONTEXT.with(|cx| cx.polling.replace(true));
+pub(crate) fn polling(runtime: u64) -> PollingGuard {
+    let previous = CONTEXT.with(|cx| (cx.polling.replace(true), cx.polling_for.replace(runtime)));
     PollingGuard { previous }
 }
 
 impl Drop for PollingGuard {
     fn drop(&mut self) {
-        let _ = CONTEXT.try_with(|cx| cx.polling.set(self.previous));
+        let (polling, runtime) = self.previous;
+        let _ = CONTEXT.try_with(|cx| {
+            cx.polling.set(polling);
+            cx.polling_for.set(runtime);
+        });
     }
 }

@@ -102,6 +102,14 @@ impl Idle {
         was_last
     }
 
+    /// True if every worker is asleep (or on its way) and none is searching.
+    pub(crate) fn all_asleep(&self) -> bool {
+        // SeqCst: read in the same total order as the workers' changes, by deadlock
+        // detection (which re-checks that nothing ran after it looked).
+        self.searching.load(Ordering::SeqCst) == 0
+            && self.sleepers.load(Ordering::SeqCst) == self.workers
+    }
+
     /// The caller is awake again (or never slept).
     pub(crate) fn finish_park(&self) {
         // SeqCst: part of the handshake in the module docs.

@@ -9,13 +9,15 @@
 //! - `blocking.rs`: the `spawn_blocking` pool;
 //! - `context.rs`: which runtime the current thread is in;
 //! - `block_on.rs`, `spawn.rs`: the entry points;
-//! - `metrics.rs`, `info.rs`: counters and process dumps.
+//! - `metrics.rs`, `info.rs`: counters and process dumps;
+//! - `deadlock.rs`: deadlock detection.
 
 pub(crate) mod block_on;
 mod blocking;
 mod builder;
 pub(crate) mod context;
-mod default;
+mod deadlock;
+pub(crate) mod default;
 mod handle;
 mod idle;
 mod info;

@@ -2,12 +2,13 @@
 
 use std::future::Future;
 use std::panic::Location;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 use crate::id::next_process_id;
 use crate::loom::sync::Arc;
-use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::runtime::blocking::{BlockingPool, BlockingTask};
 use crate::runtime::idle::Idle;
 use crate::runtime::latch::Latch;
@@ -30,6 +31,8 @@ pub(crate) enum Schedule {
 }
 
 pub(crate) struct Shared {
+    /// Unique among the runtimes of this process, never 0.
+    id: u64,
     injector: Injector,
     stealers: Box<[Stealer]>,
     counters: Box<[CachePadded<WorkerCounters>]>,
@@ -41,14 +44,28 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     workers_running: Latch,
     timers: Timers,
+    /// How long everything must stay blocked before `block_on` reports a deadlock
+    /// (`None`: detection off).
+    pub(super) deadlock_grace: Option<Duration>,
+    /// `block_on` futures running now (detection needs exactly one: it cannot see the
+    /// others).
+    pub(super) main_futures: AtomicUsize,
 }
 
 impl Shared {
     /// A runtime's shared state and its workers' queues (threads are started by the
     /// caller, so loom models can drive workers by hand).
-    pub(crate) fn new(workers: usize, thread_name: String) -> (Arc<Shared>, Vec<LocalQueue>) {
+    pub(crate) fn new(
+        workers: usize,
+        thread_name: String,
+        deadlock_grace: Option<Duration>,
+    ) -> (Arc<Shared>, Vec<LocalQueue>) {
         let (queues, stealers): (Vec<_>, Vec<_>) = (0..workers).map(|_| LocalQueue::new()).unzip();
+        // Std's atomic, not the facade's: a process-wide counter outside every model.
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let shared = Arc::new(Shared {
+            // Relaxed: only uniqueness matters.
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             injector: Injector::default(),
             stealers: stealers.into_boxed_slice(),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
@@ -59,8 +76,14 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             workers_running: Latch::new(0),
             timers: Timers::new(),
+            deadlock_grace,
+            main_futures: AtomicUsize::new(0),
         });
         (shared, queues)
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     pub(crate) fn workers(&self) -> usize {

@@ -11,6 +11,8 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use crate::loom::sync::atomic::Ordering;
+use crate::runtime::block_on::parker_of;
+use crate::runtime::context;
 use crate::runtime::{Schedule, Shared};
 use crate::task::JoinError;
 use crate::task::WaitOn;
@@ -18,7 +20,8 @@ use crate::task::cell::{Cell, Stage};
 use crate::task::header::Header;
 use crate::task::raw::{Notified, RawTask};
 use crate::task::state::{JoinDrop, Shutdown, ToIdle, ToRunning};
-use crate::task::waker::{process_of, waker_ref};
+use crate::task::wait::record;
+use crate::task::waker::{internal_clone, process_of, waker_ref};
 
 struct Harness<F: Future> {
     cell: NonNull<Cell<F>>,
@@ -225,13 +228,17 @@ fn can_read_output(header: &Header, waker: &Waker) -> bool {
     if snapshot.is_complete() {
         return true;
     }
+    // For dumps and deadlock detection; a process of another runtime (or a blocking-pool
+    // task, which runs outside csp's view) may complete without this runtime's help.
+    let foreign = snapshot.is_blocking() || context::polling_runtime() != header.shared.id();
+    record(waker, WaitOn::Join { process: header.id }, foreign);
     if snapshot.has_join_waker() {
         // SAFETY: JOIN_WAKER is set and only the completer reads the slot meanwhile;
         // reading it here as well is a shared access.
         let same = header.join_waker.with(|slot| {
             unsafe { &*slot }
                 .as_ref()
-                .is_some_and(|stored| stored.will_wake(waker))
+                .is_some_and(|stored| wake_same(stored, waker))
         });
         if same {
             return false;
@@ -240,16 +247,28 @@ fn can_read_output(header: &Header, waker: &Waker) -> bool {
             return true;
         }
     }
-    if let Some(waiter) = process_of(waker) {
-        // Relaxed: read only by dumps.
-        let wait = WaitOn::Join { process: header.id };
-        waiter.header().wait.store(wait.encode(), Ordering::Relaxed);
-    }
+    // csp keeps this waker: an internal clone, not counted as held outside csp.
+    let stored = internal_clone(waker);
     // SAFETY: JOIN_WAKER is clear and the process not complete: the slot is ours.
     header
         .join_waker
-        .with_mut(|slot| unsafe { *slot = Some(waker.clone()) });
+        .with_mut(|slot| unsafe { *slot = Some(stored) });
     state.set_join_waker().is_err()
+}
+
+/// True if waking `stored` wakes the owner of `waker` (an internal clone has another
+/// vtable than the waker it was made from).
+fn wake_same(stored: &Waker, waker: &Waker) -> bool {
+    if stored.will_wake(waker) {
+        return true;
+    }
+    match (process_of(stored), process_of(waker)) {
+        (Some(a), Some(b)) => a == b,
+        _ => match (parker_of(stored), parker_of(waker)) {
+            (Some(a), Some(b)) => std::ptr::eq(a, b),
+            _ => false,
+        },
+    }
 }
 
 /// Vtable entry: the `JoinHandle` is dropped.

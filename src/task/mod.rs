@@ -17,7 +17,7 @@ mod join;
 mod loom_models;
 pub(crate) mod raw;
 pub(crate) mod state;
-mod wait;
+pub(crate) mod wait;
 pub(crate) mod waker;
 
 use std::future::Future;

@@ -9,7 +9,7 @@
 //! | 4      | [`JOIN_INTEREST`] | a `JoinHandle` exists and will read the output           |
 //! | 5      | [`JOIN_WAKER`]  | the join-waker slot holds the `JoinHandle`'s waker          |
 //! | 6      | [`BLOCKING`]    | a `spawn_blocking` closure, not a process                   |
-//! | 7..=15 | reserved        | left for the count of waker clones held outside csp        |
+//! | 7..=15 | foreign wakers  | `Waker` clones held outside csp (saturates at 511: sticky) |
 //! | 16..   | reference count | one per `Waker`, queue entry, registry entry, `JoinHandle`  |
 //!
 //! What a wake does in each lifecycle state (DESIGN.md):
@@ -68,6 +68,19 @@ pub(crate) const JOIN_WAKER: usize = 1 << 5;
 /// processes, so the registry dump leaves them out.
 pub(crate) const BLOCKING: usize = 1 << 6;
 
+/// Shift of the count of `Waker` clones held outside csp (deadlock detection: a process
+/// whose waker something else holds may be woken by it). Incremented by the waker
+/// vtable's `clone`, decremented by its `drop` and `wake`; csp's own waits hold internal
+/// references instead, which do not count. Once it reaches [`FOREIGN_MAX`] it stays
+/// there (the process counts as foreign for good).
+const FOREIGN_SHIFT: usize = 7;
+/// One foreign waker clone.
+const FOREIGN_ONE: usize = 1 << FOREIGN_SHIFT;
+/// The saturated count.
+const FOREIGN_MAX: usize = (1 << (REF_SHIFT - FOREIGN_SHIFT)) - 1;
+/// Mask of the foreign waker count.
+const FOREIGN_MASK: usize = FOREIGN_MAX << FOREIGN_SHIFT;
+
 /// Shift of the reference count.
 const REF_SHIFT: usize = 16;
 /// One reference.
@@ -118,6 +131,11 @@ impl Snapshot {
         self.has(BLOCKING)
     }
 
+    /// `Waker` clones held outside csp (saturated: [`FOREIGN_MAX`]).
+    pub(crate) fn foreign_wakers(self) -> usize {
+        (self.0 & FOREIGN_MASK) >> FOREIGN_SHIFT
+    }
+
     /// The number of references.
     pub(crate) fn ref_count(self) -> usize {
         self.0 >> REF_SHIFT
@@ -143,6 +161,7 @@ impl std::fmt::Debug for Snapshot {
             .field("join_interest", &self.has_join_interest())
             .field("join_waker", &self.has_join_waker())
             .field("blocking", &self.is_blocking())
+            .field("foreign_wakers", &self.foreign_wakers())
             .field("refs", &self.ref_count())
             .finish()
     }
@@ -437,6 +456,59 @@ impl State {
         }
     }
 
+    /// A `Waker` clone is made for code outside csp: one more reference, and one more
+    /// foreign waker (unless the count is saturated).
+    #[inline]
+    pub(crate) fn foreign_waker_inc(&self) {
+        // Relaxed: as `ref_inc`; the count is read only by deadlock detection, after the
+        // whole runtime has been still for a grace period.
+        let mut current = self.word.load(Ordering::Relaxed);
+        loop {
+            let snapshot = Snapshot(current);
+            if snapshot.ref_count() > REF_MAX {
+                std::process::abort();
+            }
+            let add = if snapshot.foreign_wakers() < FOREIGN_MAX {
+                REF_ONE + FOREIGN_ONE
+            } else {
+                REF_ONE
+            };
+            match self.word.compare_exchange_weak(
+                current,
+                current + add,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// A foreign `Waker` clone is gone (dropped, or consumed by a wake, whose reference
+    /// the caller releases separately): one foreign waker fewer, unless saturated.
+    #[inline]
+    pub(crate) fn foreign_waker_dec(&self) {
+        // Relaxed: see `foreign_waker_inc`.
+        let mut current = self.word.load(Ordering::Relaxed);
+        loop {
+            let count = Snapshot(current).foreign_wakers();
+            debug_assert!(count > 0, "{:?}", Snapshot(current));
+            if count == FOREIGN_MAX || count == 0 {
+                return;
+            }
+            match self.word.compare_exchange_weak(
+                current,
+                current - FOREIGN_ONE,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
     /// Releases one reference; true if it was the last, and the caller must free the
     /// process. AcqRel: the release publishes this holder's last accesses, the acquire
     /// makes every other holder's visible to the one that frees.
@@ -461,6 +533,35 @@ mod tests {
 
     fn refs(state: &State) -> usize {
         state.load().ref_count()
+    }
+
+    #[test]
+    fn foreign_wakers_count_saturate_and_stay_saturated() {
+        let state = State::new_process();
+        let start = refs(&state);
+        state.foreign_waker_inc();
+        state.foreign_waker_inc();
+        assert_eq!(state.load().foreign_wakers(), 2);
+        assert_eq!(refs(&state), start + 2);
+        state.foreign_waker_dec();
+        assert!(!state.ref_dec());
+        assert_eq!(state.load().foreign_wakers(), 1);
+        for _ in 0..FOREIGN_MAX + 10 {
+            state.foreign_waker_inc();
+        }
+        assert_eq!(state.load().foreign_wakers(), FOREIGN_MAX);
+        assert_eq!(
+            refs(&state),
+            start + 1 + FOREIGN_MAX + 10,
+            "references still count"
+        );
+        state.foreign_waker_dec();
+        assert_eq!(
+            state.load().foreign_wakers(),
+            FOREIGN_MAX,
+            "sticky once saturated"
+        );
+        assert!(!state.load().is_complete() && !state.load().is_blocking());
     }
 
     #[test]

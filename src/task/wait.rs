@@ -1,8 +1,18 @@
 //! What a blocked process waits on, packed into the header's 8-byte wait word when it
-//! blocks (Relaxed: only read for dumps), and turned into text only by
-//! `Runtime::processes()`.
+//! blocks (Relaxed: read only by dumps and by deadlock detection, after the runtime has
+//! been still for a whole grace period), and turned into text only when reported.
+//!
+//! | bits    | meaning                                                              |
+//! |---------|----------------------------------------------------------------------|
+//! | 56..=63 | kind (`WaitOn` variant; 0: nothing recorded)                         |
+//! | 55      | foreign: something outside the runtime may complete the wait         |
+//! | 39..=54 | the foreign epoch when recorded (low 16 bits; see `chan::foreign`)   |
+//! | 0..=38  | payload: a channel or process id, or an alt's channel count          |
 
 use std::fmt;
+use std::task::Waker;
+
+use crate::loom::sync::atomic::Ordering;
 
 /// A csp wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,11 +24,35 @@ pub(crate) enum WaitOn {
     Join { process: u64 },
 }
 
+/// A recorded wait, as deadlock detection sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recorded {
+    /// Only the runtime's own processes (or its `block_on` future) can complete it.
+    Internal,
+    /// Recorded before a channel of the runtime turned foreign: poll its owner again to
+    /// know.
+    Stale,
+    /// Nothing recorded, or something outside the runtime may complete it.
+    Open,
+}
+
 const KIND_SHIFT: u32 = 56;
-const PAYLOAD: u64 = (1 << KIND_SHIFT) - 1;
+const FOREIGN: u64 = 1 << 55;
+const EPOCH_SHIFT: u32 = 39;
+const EPOCH_MASK: u64 = 0xFFFF;
+const PAYLOAD: u64 = (1 << EPOCH_SHIFT) - 1;
 
 impl WaitOn {
-    pub(crate) fn encode(self) -> u64 {
+    /// The wait word for this wait, recorded by a poll for runtime `runtime`; `foreign`
+    /// if something outside the runtime may complete it (a channel used from outside,
+    /// a process of another runtime).
+    pub(crate) fn encode(self, foreign: bool, runtime: u64) -> u64 {
+        let epoch = (crate::chan::foreign_epoch(runtime) & EPOCH_MASK) << EPOCH_SHIFT;
+        let foreign = if foreign { FOREIGN } else { 0 };
+        self.encode_bare() | foreign | epoch
+    }
+
+    fn encode_bare(self) -> u64 {
         let (kind, payload) = match self {
             WaitOn::Recv { channel } => (1, channel),
             WaitOn::Send { channel } => (2, channel),
@@ -27,6 +61,20 @@ impl WaitOn {
             WaitOn::Join { process } => (5, process),
         };
         (kind << KIND_SHIFT) | (payload & PAYLOAD)
+    }
+
+    /// What deadlock detection makes of wait word `word` of a waiter of runtime
+    /// `runtime`.
+    pub(crate) fn classify(word: u64, runtime: u64) -> Recorded {
+        if WaitOn::decode(word).is_none() || word & FOREIGN != 0 {
+            Recorded::Open
+        } else if (word >> EPOCH_SHIFT) & EPOCH_MASK
+            == crate::chan::foreign_epoch(runtime) & EPOCH_MASK
+        {
+            Recorded::Internal
+        } else {
+            Recorded::Stale
+        }
     }
 
     /// `None` for 0 (nothing recorded) or an unknown kind.
@@ -56,6 +104,19 @@ impl fmt::Display for WaitOn {
     }
 }
 
+/// Records `wait` as what the owner of `waker` (a process, or a `block_on` future) blocks
+/// on; anything else records nothing.
+#[inline]
+pub(crate) fn record(waker: &Waker, wait: WaitOn, foreign: bool) {
+    if let Some(process) = crate::task::waker::process_of(waker) {
+        let word = wait.encode(foreign, process.header().shared.id());
+        // Relaxed: see the module docs.
+        process.header().wait.store(word, Ordering::Relaxed);
+    } else if let Some(main) = crate::runtime::block_on::parker_of(waker) {
+        main.record(wait.encode(foreign, crate::runtime::context::polling_runtime()));
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -65,13 +126,22 @@ mod tests {
         for wait in [
             WaitOn::Recv { channel: 7 },
             WaitOn::Send { channel: 4 },
-            WaitOn::Closed { channel: 1 << 40 },
+            WaitOn::Closed {
+                channel: (1 << 39) - 1,
+            },
             WaitOn::Alt { channels: 2 },
             WaitOn::Join { process: 9 },
         ] {
-            assert_eq!(WaitOn::decode(wait.encode()), Some(wait));
+            assert_eq!(WaitOn::decode(wait.encode(false, 1)), Some(wait));
+            assert_eq!(WaitOn::decode(wait.encode(true, 1)), Some(wait));
+            assert_eq!(
+                WaitOn::classify(wait.encode(false, 1), 1),
+                Recorded::Internal
+            );
+            assert_eq!(WaitOn::classify(wait.encode(true, 1), 1), Recorded::Open);
         }
         assert_eq!(WaitOn::decode(0), None);
+        assert_eq!(WaitOn::classify(0, 1), Recorded::Open);
         assert_eq!(
             WaitOn::Recv { channel: 7 }.to_string(),
             "recv on channel #7"

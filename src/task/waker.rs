@@ -1,4 +1,8 @@
 //! The `Waker` of a process: a pointer to its header and one reference.
+//!
+//! Two vtables: the one handed to `poll` counts every clone as held outside csp (the
+//! state word's foreign waker count, for deadlock detection), and an internal one, for
+//! csp's own holders of a process's waker (the join-waker slot), counts nothing extra.
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -8,7 +12,10 @@ use crate::task::header::Header;
 use crate::task::raw::RawTask;
 
 static WAKER_VTABLE: RawWakerVTable =
-    RawWakerVTable::new(clone_waker, wake_by_val, wake_by_ref, drop_waker);
+    RawWakerVTable::new(clone_waker, wake_foreign, wake_by_ref, drop_foreign);
+
+static INTERNAL_WAKER_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(clone_internal, wake_by_val, wake_by_ref, drop_waker);
 
 /// A waker for the process at `ptr` that borrows the caller's reference instead of
 /// holding one; it must not outlive that reference (the poll it is made for).
@@ -18,10 +25,29 @@ pub(crate) fn waker_ref(ptr: NonNull<Header>) -> ManuallyDrop<Waker> {
     ManuallyDrop::new(unsafe { Waker::new(ptr.as_ptr().cast(), &WAKER_VTABLE) })
 }
 
+/// A waker for `raw` that csp itself keeps (it does not count as held outside csp),
+/// holding a new reference.
+pub(crate) fn internal_waker(raw: RawTask) -> Waker {
+    raw.ref_inc();
+    // SAFETY: the vtable's functions uphold the `RawWaker` contract for a header pointer
+    // with one reference, taken above.
+    unsafe { Waker::new(raw.as_ptr().as_ptr().cast(), &INTERNAL_WAKER_VTABLE) }
+}
+
+/// A clone of `waker` for csp itself to keep: for a process's or a `block_on` future's
+/// waker, one that does not count as held outside csp.
+pub(crate) fn internal_clone(waker: &Waker) -> Waker {
+    if let Some(raw) = process_of(waker) {
+        return internal_waker(raw);
+    }
+    crate::runtime::block_on::internal_waker_of(waker).unwrap_or_else(|| waker.clone())
+}
+
 /// The process behind `waker`, if it is a csp process waker.
 #[inline]
 pub(crate) fn process_of(waker: &Waker) -> Option<RawTask> {
-    if waker.vtable() != &WAKER_VTABLE {
+    let vtable = waker.vtable();
+    if vtable != &WAKER_VTABLE && vtable != &INTERNAL_WAKER_VTABLE {
         return None;
     }
     let ptr = NonNull::new(waker.data().cast_mut().cast::<Header>())?;
@@ -36,12 +62,42 @@ unsafe fn raw_task(data: *const ()) -> RawTask {
     unsafe { RawTask::from_raw(NonNull::new_unchecked(data.cast_mut().cast())) }
 }
 
+/// A clone of the waker `poll` was given: made by code outside csp (csp's own waits
+/// take internal references), so it counts as a foreign waker.
+///
 /// # Safety
 /// `data` is the header pointer of a live csp waker (the `RawWakerVTable` contract).
 unsafe fn clone_waker(data: *const ()) -> RawWaker {
     // SAFETY: called on a live csp waker.
-    unsafe { raw_task(data) }.ref_inc();
+    unsafe { raw_task(data) }.state().foreign_waker_inc();
     RawWaker::new(data, &WAKER_VTABLE)
+}
+
+/// # Safety
+/// As `clone_waker`.
+unsafe fn clone_internal(data: *const ()) -> RawWaker {
+    // SAFETY: called on a live csp waker.
+    unsafe { raw_task(data) }.ref_inc();
+    RawWaker::new(data, &INTERNAL_WAKER_VTABLE)
+}
+
+/// # Safety
+/// As `wake_by_val`.
+unsafe fn wake_foreign(data: *const ()) {
+    // SAFETY: called on a live csp waker; its reference is consumed by the wake.
+    let raw = unsafe { raw_task(data) };
+    raw.state().foreign_waker_dec();
+    raw.wake_by_val()
+}
+
+/// # Safety
+/// As `drop_waker`.
+unsafe fn drop_foreign(data: *const ()) {
+    // SAFETY: called on a live csp waker, whose reference is released here.
+    let raw = unsafe { raw_task(data) };
+    raw.state().foreign_waker_dec();
+    // SAFETY: as above.
+    unsafe { raw.drop_reference() }
 }
 
 /// # Safety

@@ -1,0 +1,49 @@
+//! What csp reports for a deadlocked program, instead of hanging: two processes that
+//! each wait for the other to send first, and a main that waits for one of them.
+//!
+//! ```text
+//! cargo run --example deadlock
+//! ```
+
+use std::time::Duration;
+
+/// Runs the broken program on a runtime with a short grace period and returns the
+/// deadlock report it panics with.
+pub fn report(grace: Duration) -> String {
+    let rt = csp::Runtime::builder()
+        .worker_threads(2)
+        .deadlock_grace(grace)
+        .build()
+        .expect("failed to build the runtime");
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            let (to_alice, alice_inbox) = csp::channel::<&str>();
+            let (to_bob, bob_inbox) = csp::channel::<&str>();
+            // Each waits to hear from the other before it speaks: neither ever does.
+            let alice = csp::spawn(async move {
+                let heard = alice_inbox.recv().await;
+                to_bob.send("hi bob").await.ok();
+                heard
+            });
+            let _bob = csp::spawn(async move {
+                let heard = bob_inbox.recv().await;
+                to_alice.send("hi alice").await.ok();
+                heard
+            });
+            alice.await
+        })
+    }));
+    match outcome {
+        Err(payload) => payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_else(|| "a panic without a message".to_owned()),
+        Ok(_) => "no deadlock?".to_owned(),
+    }
+}
+
+fn main() {
+    // The report is the panic's message; keep the default hook from printing it twice.
+    std::panic::set_hook(Box::new(|_| {}));
+    println!("{}", report(Duration::from_millis(200)));
+}

@@ -1,0 +1,154 @@
+//! Deadlock detection (API.md, DESIGN.md): `block_on` panics with a report when its
+//! future and every live process of its runtime have been blocked on each other for a
+//! whole grace period.
+//!
+//! What it takes for everything to count as blocked:
+//! - the `block_on` thread stayed parked for the grace period and the runtime ran no
+//!   poll meanwhile (the per-worker poll counters did not move);
+//! - every worker is asleep and no run queue holds work; no timer is armed; no
+//!   blocking-pool task is alive; this is the only `block_on` future of the runtime
+//!   (the others would be invisible);
+//! - each process is `Sleeping`, none of its waker clones is held outside csp (the
+//!   state word's foreign waker count), and its last poll recorded a wait that only this
+//!   runtime can complete: a channel that is not foreign, or a join of a process of this
+//!   runtime, recorded in the runtime's current foreign epoch (`chan/home.rs`; a wait
+//!   recorded before a late turn to foreign is *stale*: its owner is woken to record it
+//!   again, and the next grace period decides);
+//! - the same holds for the `block_on` future, through its parker.
+//!
+//! So a process whose waker a foreign future keeps (tokio I/O, a `futures` oneshot) is
+//! never reported, nor one blocked on a channel a plain thread uses: detection can miss
+//! a deadlock, never report one where something outside csp could still make progress.
+//! The check runs on the `block_on` thread, only after a grace period with nothing
+//! happening, so the hot paths pay nothing beyond counting foreign waker clones.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use crate::chan::foreign_epoch;
+use crate::loom::sync::atomic::Ordering;
+use crate::runtime::Shared;
+use crate::runtime::block_on::Parker;
+use crate::task::wait::Recorded;
+use crate::task::{TaskRef, WaitOn};
+
+/// Counts a `block_on` future of a runtime while it lives.
+pub(crate) struct MainFuture<'a>(&'a Shared);
+
+impl Drop for MainFuture<'_> {
+    fn drop(&mut self) {
+        // Relaxed: a count read by the detector of the same runtime's other `block_on`
+        // threads, which only needs to see it eventually (a stale value makes it skip one
+        // check, or check once with two main futures for one grace period).
+        self.0.main_futures.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    /// The grace period, if deadlock detection is on.
+    pub(crate) fn deadlock_grace(&self) -> Option<Duration> {
+        self.deadlock_grace
+    }
+
+    /// Registers a `block_on` future for as long as the guard lives.
+    pub(crate) fn main_future(&self) -> MainFuture<'_> {
+        // Relaxed: see `MainFuture::drop`.
+        self.main_futures.fetch_add(1, Ordering::Relaxed);
+        MainFuture(self)
+    }
+
+    /// Polls of processes so far (moves whenever anything runs).
+    pub(crate) fn activity(&self) -> u64 {
+        // Relaxed: the detector compares two reads a grace period apart.
+        (0..self.workers())
+            .map(|w| self.counters(w).polls.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The report of a deadlock between `main` (the `block_on` future, whose thread has
+    /// been parked for a grace period that started at `activity_before`) and every
+    /// process of the runtime; `None` if anything may still make progress.
+    pub(crate) fn deadlock_report(&self, main: &Parker, activity_before: u64) -> Option<String> {
+        let epoch = foreign_epoch(self.id());
+        let main_wait = WaitOn::classify(main.wait_word(), self.id());
+        // Relaxed: see `MainFuture::drop`.
+        if self.main_futures.load(Ordering::Relaxed) != 1
+            || self.is_shutdown()
+            || self.activity() != activity_before
+            || !self.idle().all_asleep()
+            || self.has_work()
+            || self.timers().len() > 0
+            || main.foreign_wakers() > 0
+            || main_wait == Recorded::Open
+        {
+            return None;
+        }
+        let mut blocked = Vec::new();
+        let mut stale = Vec::new();
+        let mut all_blocked = true;
+        self.registry().for_each(|raw| {
+            if !all_blocked {
+                return;
+            }
+            let state = raw.state().load();
+            if state.is_complete() {
+                return;
+            }
+            let header = raw.header();
+            // Relaxed: see the module docs of `task/wait.rs`.
+            let wait = header.wait.load(Ordering::Relaxed);
+            let recorded = WaitOn::classify(wait, self.id());
+            if state.is_blocking()
+                || state.process_state() != crate::ProcessState::Sleeping
+                || state.foreign_wakers() > 0
+                || recorded == Recorded::Open
+            {
+                all_blocked = false;
+                return;
+            }
+            if recorded == Recorded::Stale {
+                stale.push(TaskRef::new(raw));
+            }
+            blocked.push((header.id, header.spawned_at, WaitOn::decode(wait)));
+        });
+        if !all_blocked {
+            return None;
+        }
+        if !stale.is_empty() || main_wait == Recorded::Stale {
+            // Waits recorded before a channel of this runtime turned foreign: have their
+            // owners polled again (a spurious wake, which every future tolerates), so
+            // that the next grace period judges them afresh.
+            stale.into_iter().for_each(TaskRef::wake);
+            if main_wait == Recorded::Stale {
+                main.unpark();
+            }
+            return None;
+        }
+        // Nothing moved while we looked.
+        if self.activity() != activity_before || foreign_epoch(self.id()) != epoch {
+            return None;
+        }
+        blocked.sort_by_key(|&(id, ..)| id);
+        let mut report = String::from("csp: deadlock: all processes are asleep");
+        let main_wait = WaitOn::decode(main.wait_word()).map(|w| w.to_string());
+        let _ = write!(
+            report,
+            "\n  the block_on future: waiting on {}",
+            main_wait.as_deref().unwrap_or("?")
+        );
+        for (id, spawned_at, wait) in blocked {
+            let wait = wait.map(|w| w.to_string());
+            let _ = write!(
+                report,
+                "\n  process #{id} (Sleeping), spawned at {spawned_at}: waiting on {}",
+                wait.as_deref().unwrap_or("?")
+            );
+        }
+        report.push_str(
+            "\n(nothing can wake any of them; if something outside csp will, mark its \
+             channel with mark_foreign(), or turn detection off with \
+             Builder::deadlock_detection(false))",
+        );
+        Some(report)
+    }
+}
