@@ -34,6 +34,49 @@
 //! assert_eq!(csp::block_on(handle).unwrap(), "from a thread");
 //! ```
 //!
+//! Beyond channels:
+//!
+//! - [`alt!`] and [`prialt!`] choose among sends and receives atomically (exactly one
+//!   fires, no value is lost), with guards, timeouts (`after`) and `default`; [`Select`]
+//!   builds such a choice at run time.
+//! - [`par!`] runs futures as parallel processes and waits for all of them;
+//!   [`pipe`] chains processes into pipelines that tear down when their tail is dropped.
+//! - Timers are events like any other: [`sleep`], [`timeout`], and the channels
+//!   [`after`] and [`tick`], which compose with `alt!`.
+//! - [`#[csp::main]`](macro@main) and [`#[csp::test]`](macro@test) run an `async fn` on
+//!   a runtime; a program whose processes all wait on one another forever is reported,
+//!   naming each process and what it waits on, instead of hanging (see
+//!   [`Builder::deadlock_detection`]).
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! #[csp::main(worker_threads = 2)]
+//! async fn main() {
+//!     let (tx, rx) = csp::channel::<u64>();
+//!     let (sum, ()) = csp::par!(
+//!         async move {
+//!             let mut sum = 0;
+//!             loop {
+//!                 csp::alt! {
+//!                     recv(rx) -> v => match v {
+//!                         Ok(v) => sum += v,
+//!                         Err(_) => break sum, // every sender is gone
+//!                     },
+//!                     after(Duration::from_secs(5)) => break sum,
+//!                 }
+//!             }
+//!         },
+//!         async move {
+//!             for v in 1..=10 {
+//!                 tx.send(v).await.unwrap();
+//!             }
+//!         },
+//!     );
+//!     assert_eq!(sum, 55);
+//! }
+//! ```
+//!
 //! Where things are: the process state machine in `src/task/state.rs`, the scheduling
 //! policy in `src/runtime/worker.rs`, the channel core in `src/chan/core.rs`, and the
 //! claim flag every choice completes through in `src/alt/claim.rs`.
@@ -87,15 +130,21 @@ pub use alt::{Select, SelectFuture, Selected};
 /// - `recv_any(&rxs) -> (i, msg) => ..`: a receive on each receiver of a slice (or
 ///   array, or `Vec`) of receivers or of references to them; `i` is the position of the
 ///   one that fired; an empty set is a disabled arm;
+/// - `send_any(&txs, value) -> (i, res) => ..`: one value, offered on each sender of a
+///   slice (or array, or `Vec`); whichever can take it first does, and `i` is its
+///   position; an empty set is a disabled arm;
 /// - `closed(tx) => ..`: fires once the channel of `tx` is closed;
-/// - `default => ..`: runs if no arm is ready right now (the alt does not wait).
+/// - `after(duration) => ..`: fires once `duration` has passed since the alt started
+///   with no other arm fired (at most one per alt);
+/// - `default => ..`: runs if no arm is ready right now (the alt does not wait; not
+///   together with `after`).
 ///
 /// Channel operands may be ends or references to ends; they are borrowed, never moved.
 /// `return`, `?`, `break` and `continue` in a body act on the enclosing function or loop.
 /// Dropping the future that contains a pending `alt!` has no effect on any channel
 /// (except that an operation a counterpart already committed to still takes effect: a
 /// value handed to a recv arm goes back to its channel). With every arm disabled and no
-/// `default`, the alt panics.
+/// `default` or `after`, the alt panics.
 ///
 /// ```
 /// # csp::block_on(async {
@@ -109,8 +158,24 @@ pub use alt::{Select, SelectFuture, Selected};
 /// # });
 /// ```
 ///
-/// Not implemented in this version: `after(duration)` arms (they need csp's timers) and
-/// `send_any` arms; either is a compile error that says so.
+/// A timeout, and a value for whichever of several workers is free first:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// # csp::block_on(async {
+/// let (workers, inboxes): (Vec<_>, Vec<_>) = (0..3).map(|_| csp::bounded::<u32>(1)).unzip();
+/// workers[0].try_send(0).unwrap(); // worker 0 is busy
+/// let (jobs_tx, jobs) = csp::channel::<u32>();
+/// let handed_to = csp::alt! {
+///     send_any(&workers, 42) -> (i, res) => { res.unwrap(); Some(i) },
+///     recv(jobs) -> _job => None,
+///     after(Duration::from_millis(50)) => None,
+/// };
+/// assert!(matches!(handed_to, Some(1 | 2)));
+/// # drop((jobs_tx, inboxes));
+/// # });
+/// ```
 pub use csp_macros::alt;
 
 /// As [`alt!`], but among arms ready at once, the first in written order fires.
