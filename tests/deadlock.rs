@@ -268,6 +268,36 @@ fn not_while_a_plain_thread_blocked_on_the_channel_may_still_act() {
 }
 
 #[test]
+fn not_while_a_plain_thread_is_blocked_in_send_blocking() {
+    bounded(20, || {
+        completes(async {
+            let (tx, rx) = csp::channel::<u8>();
+            let (used, signal) = std::sync::mpsc::channel();
+            // A plain thread and a process both wait to send on the channel; its
+            // receiver reaches a plain thread, which receives both values later.
+            let thread_tx = tx.clone();
+            let sender = std::thread::spawn(move || {
+                // Its first use, before it blocks: nobody receives yet.
+                assert!(thread_tx.try_send(0).unwrap_err().is_full());
+                used.send(()).unwrap();
+                thread_tx.send_blocking(1)
+            });
+            until_used(signal).await;
+            let process = csp::spawn(async move { tx.send(2).await });
+            let receiver = std::thread::spawn(move || {
+                std::thread::sleep(QUIET);
+                let a = rx.recv_blocking().unwrap();
+                let b = rx.recv_blocking().unwrap();
+                a + b
+            });
+            assert!(process.await.unwrap().is_ok());
+            assert!(sender.join().unwrap().is_ok());
+            assert_eq!(receiver.join().unwrap(), 3);
+        });
+    });
+}
+
+#[test]
 fn not_while_a_channel_is_used_from_a_plain_thread() {
     bounded(20, || {
         completes(async {
