@@ -139,6 +139,7 @@ impl<T> Receiver<T> {
     /// ```
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
         let chan = &self.chan;
+        chan.note_use();
         let node = self
             .node
             .get_or_insert_with(|| Box::pin(Single::new(ReadOp::new(chan.clone()))));
