@@ -25,7 +25,9 @@ use futures::{FutureExt, StreamExt};
 
 mod common;
 
-use common::{Counter, CountingWaker, Rng, Tracked, bounded, panic_message, runtime, wait_until};
+use common::{
+    Counter, CountingWaker, Rng, Tracked, bounded, panic_message, runtime, scaled, wait_until,
+};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -1795,7 +1797,7 @@ fn stress_kind(kind: Kind, seed: u64) {
             kind,
             producers,
             consumers,
-            per_producer: 6000 / producers,
+            per_producer: scaled(6000) / producers,
             cancel_sends,
             cancel_recvs,
             close_mid_way: false,
@@ -1848,7 +1850,7 @@ fn stress_every_kind(base: u64, close_mid_way: bool, consumers_quit: bool) {
                 kind,
                 producers: 4,
                 consumers: 3,
-                per_producer: 400,
+                per_producer: scaled(400),
                 cancel_sends: seed % 3 != 0,
                 cancel_recvs: seed % 3 == 2,
                 close_mid_way,
@@ -2026,7 +2028,7 @@ fn ends_shared_by_reference_across_threads() {
 #[test]
 fn many_consumers_share_the_values_each_once() {
     bounded(30, || {
-        const N: u64 = 10_000;
+        let total: u64 = scaled(10_000);
         let rt = runtime(2, "chan-sum");
         for kind in KINDS {
             let (tx, rx) = make::<u64>(kind);
@@ -2046,7 +2048,7 @@ fn many_consumers_share_the_values_each_once() {
             drop(rx);
             // The producer is a plain thread.
             let producer = std::thread::spawn(move || {
-                for v in 1..=N {
+                for v in 1..=total {
                     tx.send_blocking(v).unwrap();
                 }
             });
@@ -2057,7 +2059,7 @@ fn many_consumers_share_the_values_each_once() {
                 n += k;
             }
             producer.join().unwrap();
-            assert_eq!((sum, n), (N * (N + 1) / 2, N), "{kind:?}");
+            assert_eq!((sum, n), (total * (total + 1) / 2, total), "{kind:?}");
         }
     });
 }

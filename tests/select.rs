@@ -24,7 +24,9 @@ use futures::future::{Either, join_all};
 
 mod common;
 
-use common::{Counter, CountingWaker, Rng, Tracked, bounded, panic_message, runtime, wait_until};
+use common::{
+    Counter, CountingWaker, Rng, Tracked, bounded, panic_message, runtime, scaled, wait_until,
+};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -1153,7 +1155,7 @@ fn select_against_select_on_both_ends_moves_one_value_per_round() {
 fn a_mesh_of_selects_over_overlapping_channels_conserves_every_value() {
     bounded(60, || {
         const PROCS: u64 = 8;
-        const TARGET: usize = 40_000;
+        let target: usize = scaled(40_000);
         let rt = runtime(2, "select-mesh");
         let log = Arc::new(Mutex::new(Vec::new()));
         let transfers = Counter::new();
@@ -1252,7 +1254,7 @@ fn a_mesh_of_selects_over_overlapping_channels_conserves_every_value() {
             })
             .collect();
         wait_until(30, "the mesh made enough transfers", || {
-            transfers.get() >= TARGET
+            transfers.get() >= target
         });
         drop(stop_tx);
         let mut created = Vec::new();
@@ -1374,7 +1376,7 @@ async fn cancelling_consumer<T: Send>(
 fn cancelled_receiving_selects_lose_and_duplicate_nothing() {
     bounded(60, || {
         const PRODUCERS: u64 = 3;
-        const PER_PRODUCER: u64 = 10_000;
+        let per_producer: u64 = scaled(10_000);
         const CONSUMERS: u64 = 4;
         let rt = runtime(2, "select-storm");
         let drops = Counter::new();
@@ -1392,7 +1394,7 @@ fn cancelled_receiving_selects_lose_and_duplicate_nothing() {
                 rt.spawn(async move {
                     let mut rng = Rng::new(p);
                     let mut sent = Vec::new();
-                    for k in 0..PER_PRODUCER {
+                    for k in 0..per_producer {
                         let id = p * 1_000_000 + k;
                         let ch = rng.below(3) as usize;
                         txs[ch]
@@ -1422,7 +1424,7 @@ fn cancelled_receiving_selects_lose_and_duplicate_nothing() {
             received.extend(got);
             cancels += c;
         }
-        assert_eq!(sent.len() as u64, PRODUCERS * PER_PRODUCER);
+        assert_eq!(sent.len() as u64, PRODUCERS * per_producer);
         let mut sorted = received.clone();
         sorted.sort_unstable();
         let distinct: HashSet<u64> = sorted.iter().copied().collect();
@@ -1445,7 +1447,7 @@ fn cancelled_receiving_selects_lose_and_duplicate_nothing() {
         drop(rt);
         assert_eq!(
             drops.get() as u64,
-            PRODUCERS * PER_PRODUCER,
+            PRODUCERS * per_producer,
             "each value dropped once"
         );
     });
@@ -1455,7 +1457,7 @@ fn cancelled_receiving_selects_lose_and_duplicate_nothing() {
 fn cancelled_sending_selects_deliver_each_value_at_most_once() {
     bounded(60, || {
         const SENDERS: u64 = 4;
-        const ROUNDS: u64 = 4_000;
+        let rounds: u64 = scaled(4_000);
         const CONSUMERS: u64 = 3;
         let rt = runtime(2, "select-send-storm");
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -1475,7 +1477,7 @@ fn cancelled_sending_selects_deliver_each_value_at_most_once() {
                 rt.spawn(async move {
                     let mut rng = Rng::new(1_000 + s);
                     let (mut created, mut delivered, mut cancels) = (Vec::new(), Vec::new(), 0u64);
-                    for round in 0..ROUNDS {
+                    for round in 0..rounds {
                         let mut sel = if rng.below(2) == 0 {
                             Select::new()
                         } else {
@@ -1612,7 +1614,7 @@ async fn recording_consumer(rxs: [Receiver<Tracked>; 3], seed: u64, log: Arc<Mut
 fn aborting_processes_blocked_in_select_loses_nothing() {
     bounded(60, || {
         const PRODUCERS: u64 = 2;
-        const PER_PRODUCER: u64 = 10_000;
+        let per_producer: u64 = scaled(10_000);
         let rt = runtime(2, "select-abort");
         let drops = Counter::new();
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -1626,7 +1628,7 @@ fn aborting_processes_blocked_in_select_loses_nothing() {
                 let d = drops.clone();
                 rt.spawn(async move {
                     let mut rng = Rng::new(50 + p);
-                    for k in 0..PER_PRODUCER {
+                    for k in 0..per_producer {
                         let ch = rng.below(3) as usize;
                         txs[ch]
                             .send(Tracked::new(p * 1_000_000 + k, &d))
@@ -1676,7 +1678,7 @@ fn aborting_processes_blocked_in_select_loses_nothing() {
         let mut got = log.lock().unwrap().clone();
         got.sort_unstable();
         let mut want: Vec<u64> = (0..PRODUCERS)
-            .flat_map(|p| (0..PER_PRODUCER).map(move |k| p * 1_000_000 + k))
+            .flat_map(|p| (0..per_producer).map(move |k| p * 1_000_000 + k))
             .collect();
         want.sort_unstable();
         let dup = got.windows(2).find(|w| w[0] == w[1]);
@@ -1685,7 +1687,7 @@ fn aborting_processes_blocked_in_select_loses_nothing() {
         assert_eq!(got, want);
         drop(keep);
         drop(rt);
-        assert_eq!(drops.get() as u64, PRODUCERS * PER_PRODUCER);
+        assert_eq!(drops.get() as u64, PRODUCERS * per_producer);
     });
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 /// A panic of `f` is resumed on the caller's thread with its original payload.
 #[track_caller]
 pub fn bounded<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let secs = scaled_secs(secs);
     let caller = Location::caller();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
@@ -38,6 +39,7 @@ pub fn bounded<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'sta
 /// Waits until `cond` holds, polling it; panics with `what` after `secs` seconds.
 #[track_caller]
 pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let secs = scaled_secs(secs);
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !cond() {
         if Instant::now() > deadline {
@@ -221,3 +223,56 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// True when the tests run under valgrind (`CSP_UNDER_VALGRIND` set, as `.ci/run` does
+/// for its memory-error pass), where code runs some 30 to 50 times slower.
+pub fn under_valgrind() -> bool {
+    std::env::var_os("CSP_UNDER_VALGRIND").is_some()
+}
+
+/// How many times smaller [`scaled`] makes a size under valgrind.
+pub const VALGRIND_SIZE_DIVISOR: u64 = 20;
+
+/// How many times longer [`scaled_secs`] makes a time budget under valgrind (the
+/// watchdog of [`bounded`] and the waits of [`wait_until`] go through it).
+pub const VALGRIND_TIME_FACTOR: u64 = 5;
+
+/// A stress test's size: `n`, or `n / VALGRIND_SIZE_DIVISOR` (at least 1) under valgrind.
+pub fn scaled<N: Size>(n: N) -> N {
+    if under_valgrind() {
+        N::from_u64((n.to_u64() / VALGRIND_SIZE_DIVISOR).max(1))
+    } else {
+        n
+    }
+}
+
+/// A time budget in seconds: `secs`, or `secs * VALGRIND_TIME_FACTOR` under valgrind.
+pub fn scaled_secs(secs: u64) -> u64 {
+    if under_valgrind() {
+        secs * VALGRIND_TIME_FACTOR
+    } else {
+        secs
+    }
+}
+
+/// The integer types [`scaled`] takes.
+pub trait Size: Copy {
+    fn to_u64(self) -> u64;
+    fn from_u64(n: u64) -> Self;
+}
+
+macro_rules! size {
+    ($($t:ty),*) => {$(
+        impl Size for $t {
+            fn to_u64(self) -> u64 {
+                self as u64
+            }
+
+            fn from_u64(n: u64) -> Self {
+                n as $t
+            }
+        }
+    )*};
+}
+
+size!(u32, u64, usize);
