@@ -68,6 +68,11 @@ pin_project! {
     impl PinnedDrop for Sleep {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
+            // A fired entry is unlinked and its action taken (both before `fired` was
+            // published): nothing to undo, and no lock to take.
+            if this.entry.has_fired() {
+                return;
+            }
             if let Some(runtime) = this.runtime {
                 // SAFETY: the entry is pinned and was armed in this runtime's wheel.
                 let action = unsafe { runtime.shared.timers().disarm(NonNull::from(&*this.entry)) };
@@ -149,6 +154,11 @@ impl Future for Sleep {
             return Poll::Ready(());
         }
         let entry = NonNull::from(&*this.entry);
+        if this.runtime.is_some() && this.entry.has_fired() {
+            // The common wake-up: no lock needed to know.
+            *this.done = true;
+            return Poll::Ready(());
+        }
         if let Some(runtime) = this.runtime.as_ref() {
             // SAFETY: the entry is pinned and armed in this runtime's wheel.
             match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
