@@ -7,6 +7,7 @@
 //! CSP_BENCH_SAMPLES=2 cargo run --release --example vs_tokio   # a quick run
 //! CSP_BENCH_ONLY=ping_pong,timers cargo run --release --example vs_tokio
 //! CSP_BENCH_DEADLOCK_DETECTION=off cargo run --release --example vs_tokio
+//! CSP_BENCH_WORKERS=8 cargo run --release --example vs_tokio   # 8 workers each
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -20,7 +21,7 @@ use futures::channel::oneshot;
 mod workloads;
 
 use workloads::{
-    CHANNEL_WORKLOADS, Executor, TIMER_WORKLOADS, WORKER_THREADS, WORKLOADS, run_in_process,
+    CHANNEL_WORKLOADS, Executor, TIMER_WORKLOADS, WORKLOADS, run_in_process, worker_threads,
 };
 
 /// Samples per workload and runtime unless `CSP_BENCH_SAMPLES` says otherwise.
@@ -47,11 +48,12 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn main() {
     let samples = samples();
-    let csp = csp::Runtime::with_workers(WORKER_THREADS);
-    let tokio = tokio::runtime::Runtime::with_workers(WORKER_THREADS);
+    let workers = worker_threads();
+    let csp = csp::Runtime::with_workers(workers);
+    let tokio = tokio::runtime::Runtime::with_workers(workers);
 
     println!(
-        "csp vs tokio: {WORKER_THREADS} worker threads each, median of {samples} samples \
+        "csp vs tokio: {workers} worker threads each, median of {samples} samples \
          (the two runtimes alternate)"
     );
     println!("machine: {}", machine());

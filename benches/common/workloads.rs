@@ -28,6 +28,19 @@ use futures::channel::oneshot;
 /// `block_on` runs no spawned work, so these are the only threads that run processes.
 pub const WORKER_THREADS: usize = 2;
 
+/// [`WORKER_THREADS`], unless `CSP_BENCH_WORKERS` asks for another count (to measure how
+/// the two runtimes scale on a larger machine).
+pub fn worker_threads() -> usize {
+    match std::env::var("CSP_BENCH_WORKERS") {
+        Ok(value) => value
+            .parse()
+            .ok()
+            .filter(|&workers| workers > 0)
+            .expect("CSP_BENCH_WORKERS must be a positive integer"),
+        Err(_) => WORKER_THREADS,
+    }
+}
+
 /// Processes spawned by `spawn_many` and `spawn_remote`.
 const SPAWNS: usize = 100_000;
 /// Processes in `yield_many`.
@@ -278,8 +291,8 @@ pub struct Workload {
 /// elements (messages, spawns, yields); sampling is flat, as an iteration takes
 /// milliseconds to seconds.
 pub fn bench_groups(c: &mut criterion::Criterion, workloads: &[Workload]) {
-    let csp = csp::Runtime::with_workers(WORKER_THREADS);
-    let tokio = tokio::runtime::Runtime::with_workers(WORKER_THREADS);
+    let csp = csp::Runtime::with_workers(worker_threads());
+    let tokio = tokio::runtime::Runtime::with_workers(worker_threads());
     for workload in workloads {
         let mut group = c.benchmark_group(workload.name);
         group.sampling_mode(criterion::SamplingMode::Flat);
