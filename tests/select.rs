@@ -2085,14 +2085,7 @@ fn timeouts_racing_senders_lose_no_value() {
         let values = 2_000u32;
         let received = rt.block_on(async move {
             let (tx, rx) = csp::channel::<u32>();
-            let producer = csp::spawn(async move {
-                for v in 0..values {
-                    if v % 64 == 0 {
-                        csp::sleep(Duration::from_micros(700)).await;
-                    }
-                    tx.send(v).await.unwrap();
-                }
-            });
+            let producer = common::paused_producer(tx, values);
             let mut got = Vec::new();
             let mut timeouts = 0u32;
             loop {

@@ -186,6 +186,19 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
 }
 
 /// A runtime with `workers` worker threads named `{name}-N`.
+/// Spawns a process that sends `0..values` on `tx`, pausing for 0.7 ms before every
+/// 64th value: a counterpart waiting with a shorter timeout races the sends.
+pub fn paused_producer(tx: csp::Sender<u32>, values: u32) -> csp::JoinHandle<()> {
+    csp::spawn(async move {
+        for v in 0..values {
+            if v % 64 == 0 {
+                csp::sleep(Duration::from_micros(700)).await;
+            }
+            tx.send(v).await.unwrap();
+        }
+    })
+}
+
 pub fn runtime(workers: usize, name: &str) -> csp::Runtime {
     csp::Runtime::builder()
         .worker_threads(workers)
