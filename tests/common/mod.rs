@@ -185,7 +185,6 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
         .or_else(|| payload.downcast_ref::<String>().cloned())
 }
 
-/// A runtime with `workers` worker threads named `{name}-N`.
 /// Spawns a process that sends `0..values` on `tx`, pausing for 0.7 ms before every
 /// 64th value: a counterpart waiting with a shorter timeout races the sends.
 pub fn paused_producer(tx: csp::Sender<u32>, values: u32) -> csp::JoinHandle<()> {
@@ -199,6 +198,7 @@ pub fn paused_producer(tx: csp::Sender<u32>, values: u32) -> csp::JoinHandle<()>
     })
 }
 
+/// A runtime with `workers` worker threads named `{name}-N`.
 pub fn runtime(workers: usize, name: &str) -> csp::Runtime {
     csp::Runtime::builder()
         .worker_threads(workers)
