@@ -127,9 +127,13 @@ impl<T, Rest: ParBranches> ParBranches for (ParBranch<T>, Rest) {
     }
 
     fn take_outputs(&mut self) -> Result<(T, Rest::Output), (usize, JoinError)> {
-        let first = self.0.take().map_err(|err| (0, err))?;
-        let rest = self.1.take_outputs().map_err(|(i, err)| (i + 1, err))?;
-        Ok((first, rest))
+        let first = self.0.take().map_err(|err| (0, err));
+        let rest = self.1.take_outputs().map_err(|(i, err)| (i + 1, err));
+        match (first, rest) {
+            (Ok(first), Ok(rest)) => Ok((first, rest)),
+            (Err(err), Ok(_)) | (Ok(_), Err(err)) => Err(err),
+            (Err(a), Err(b)) => Err(first_failure(a, b)),
+        }
     }
 }
 
@@ -146,10 +150,32 @@ impl<T> ParBranches for Vec<ParBranch<T>> {
 
     fn take_outputs(&mut self) -> Result<Vec<T>, (usize, JoinError)> {
         let mut outputs = Vec::with_capacity(self.len());
+        let mut failed = None;
         for (i, branch) in self.iter_mut().enumerate() {
-            outputs.push(branch.take().map_err(|err| (i, err))?);
+            match branch.take() {
+                Ok(output) => outputs.push(output),
+                Err(err) => {
+                    failed = Some(match failed {
+                        None => (i, err),
+                        Some(earlier) => first_failure(earlier, (i, err)),
+                    });
+                }
+            }
         }
-        Ok(outputs)
+        match failed {
+            None => Ok(outputs),
+            Some(failure) => Err(failure),
+        }
+    }
+}
+
+/// Which of two failed branches `par!` reports (`earlier` comes first in written
+/// order): the first that panicked, else the first cancelled.
+fn first_failure(earlier: (usize, JoinError), later: (usize, JoinError)) -> (usize, JoinError) {
+    if !earlier.1.is_panic() && later.1.is_panic() {
+        later
+    } else {
+        earlier
     }
 }
 
@@ -231,4 +257,19 @@ impl<B: ParBranches> fmt::Debug for ParJoin<B> {
 /// What `par!` expands to; not part of the API.
 pub mod macro_support {
     pub use super::{ParBranch, ParBranches, ParJoin};
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_panic_is_reported_before_an_earlier_cancellation() {
+        let cancelled = |i| (i, JoinError::cancelled(i as u64));
+        let panicked = |i| (i, JoinError::panicked(i as u64, Box::new("boom")));
+        assert_eq!(first_failure(cancelled(0), panicked(3)).0, 3);
+        assert_eq!(first_failure(panicked(1), panicked(2)).0, 1);
+        assert_eq!(first_failure(panicked(1), cancelled(2)).0, 1);
+        assert_eq!(first_failure(cancelled(0), cancelled(2)).0, 0);
+    }
 }
