@@ -148,6 +148,19 @@ fn an_alt_that_nothing_can_fire() {
 }
 
 #[test]
+fn a_spent_after_channel_never_fires_again() {
+    bounded(20, || {
+        let report = report_of(async {
+            let timer = csp::after(Duration::from_millis(5));
+            timer.recv().await.unwrap();
+            // Spent: never ready again, and nothing else can send on it.
+            timer.recv().await
+        });
+        assert!(report.contains("the block_on future: waiting on recv on channel #"));
+    });
+}
+
+#[test]
 fn a_late_turn_to_foreign_of_another_channel_delays_the_report_only() {
     bounded(20, || {
         let report = report_of(async {
@@ -317,6 +330,56 @@ fn not_while_a_channel_is_used_from_a_plain_thread() {
             assert_eq!(waiter.await.unwrap(), Ok(3));
             thread.join().unwrap();
         });
+    });
+}
+
+#[test]
+fn not_while_one_of_several_waits_of_a_poll_is_on_a_foreign_channel() {
+    bounded(20, || {
+        // Made on this plain thread: foreign. A plain thread sends on it later.
+        let (foreign_tx, foreign_rx) = csp::channel::<u8>();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(QUIET);
+            foreign_tx.send_blocking(7).unwrap();
+        });
+        let got = completes(async move {
+            let (_internal_tx, internal_rx) = csp::channel::<u8>();
+            // One poll waits on both: the internal wait, recorded last, must not hide
+            // the foreign one.
+            let foreign = std::pin::pin!(foreign_rx.recv());
+            let internal = std::pin::pin!(internal_rx.recv());
+            match futures::future::select(foreign, internal).await {
+                futures::future::Either::Left((v, _)) => v.unwrap(),
+                futures::future::Either::Right(_) => unreachable!("nobody sends on it"),
+            }
+        });
+        assert_eq!(got, 7);
+        sender.join().unwrap();
+    });
+}
+
+#[test]
+fn not_while_a_pipeline_stage_reads_a_foreign_channel() {
+    bounded(20, || {
+        let (foreign_tx, foreign_rx) = csp::channel::<u8>();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(QUIET);
+            foreign_tx.send_blocking(3).unwrap();
+        });
+        let got = completes(async move {
+            // The producer's process waits on the foreign channel and on its output's
+            // close in the same poll.
+            let values = csp::pipe::producer(move |tx| async move {
+                while let Ok(v) = foreign_rx.recv().await {
+                    if tx.send(v).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            values.recv().await
+        });
+        assert_eq!(got, Ok(3));
+        sender.join().unwrap();
     });
 }
 

@@ -1,6 +1,7 @@
 //! What `alt!` and `prialt!` expand to: typed arms the expansion keeps as locals, and
 //! a future choosing among a fixed array of them (no allocation per choice). Public for
-//! the macros only (`csp::__private`); not part of the API.
+//! the macros only (`csp::__private`); not part of the API, and sound only as the
+//! expansion uses it: an [`AltFuture`] is dropped (never leaked) before its arms.
 
 use std::borrow::Borrow;
 use std::future::Future;
@@ -71,11 +72,20 @@ pub struct RecvAnyArm<'a, T>(Vec<RecvOp<T, &'a Chan<T>>>);
 /// A `send_any(&txs, value)` arm: one value, offered on each of a run-time number of
 /// channels; the send that fires takes it.
 pub struct SendAnyArm<'a, T> {
-    /// Declared first, so dropped before the value they point at.
     ops: Vec<SendOp<'a, T>>,
-    /// The value, boxed so that the ops' entries can point at it however the arm moves;
-    /// only reached through them.
-    _value: Box<UnsafeCell<Option<T>>>,
+    /// The value, in a heap cell the ops' entries point at (so it stays put however the
+    /// arm moves); only reached through them. Owned: freed by `Drop`, after the ops.
+    value: NonNull<UnsafeCell<Option<T>>>,
+    _owns: std::marker::PhantomData<Box<UnsafeCell<Option<T>>>>,
+}
+
+impl<T> Drop for SendAnyArm<'_, T> {
+    fn drop(&mut self) {
+        drop(std::mem::take(&mut self.ops));
+        // SAFETY: `value` came from `Box::into_raw` in `new` and is freed only here,
+        // after every op that pointed at it is gone.
+        drop(unsafe { Box::from_raw(self.value.as_ptr()) });
+    }
 }
 
 // SAFETY: `&self` methods only make an `ArmRef`; the state inside is reached under the
@@ -89,6 +99,8 @@ unsafe impl<T: Send> Sync for ClosedArm<'_, T> {}
 unsafe impl<T: Send> Sync for RecvAnyArm<'_, T> {}
 // SAFETY: as for `RecvArm`; the shared value is reached like a send's own slot.
 unsafe impl<T: Send> Sync for SendAnyArm<'_, T> {}
+// SAFETY: it owns its value cell as a `Box` would; the ops are `Send` for `T: Send`.
+unsafe impl<T: Send> Send for SendAnyArm<'_, T> {}
 
 impl<'a, T> RecvArm<'a, T> {
     /// An arm receiving from `rx` (a `Receiver` or a reference to one).
@@ -178,17 +190,20 @@ impl<'a, T> SendAnyArm<'a, T> {
         S: AsRef<[W]> + ?Sized,
         W: Borrow<Sender<T>> + 'a,
     {
-        let value = Box::new(UnsafeCell::new(Some(value)));
-        let slot = NonNull::from(&*value);
+        let value = NonNull::from(Box::leak(Box::new(UnsafeCell::new(Some(value)))));
         let ops = txs
             .as_ref()
             .iter()
-            // SAFETY: the box outlives the ops (dropped after them), and only the ops
-            // touch it while the choice runs, each as its own slot: the claim flag
-            // lets exactly one of them take the value.
-            .map(|tx| unsafe { SendOp::with_shared_value(tx.borrow().chan(), slot) })
+            // SAFETY: the cell outlives the ops (`Drop` frees it after them), and only
+            // the ops touch it while the choice runs, each as its own slot: the claim
+            // flag lets exactly one of them take the value.
+            .map(|tx| unsafe { SendOp::with_shared_value(tx.borrow().chan(), value) })
             .collect();
-        SendAnyArm { ops, _value: value }
+        SendAnyArm {
+            ops,
+            value,
+            _owns: std::marker::PhantomData,
+        }
     }
 
     /// The arm, for [`alt`].

@@ -60,6 +60,12 @@ impl<T> Sender<T> {
     /// ```
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
         self.chan.note_use();
+        self.offer(value)
+    }
+
+    /// `try_send` on behalf of the runtime itself (a timer feeding its channel from a
+    /// worker, between polls): not a use that makes the channel foreign.
+    pub(crate) fn offer(&self, value: T) -> Result<(), TrySendError<T>> {
         let mut wakes = Wakes::default();
         let result = {
             let mut state = self.chan.lock();

@@ -91,11 +91,15 @@ impl<T> Waiter<T> {
         self.choice().1
     }
 
-    /// The value slot.
+    /// The value slot (its own, or the one it shares with the other entries of a
+    /// `send_any` arm).
     ///
     /// # Safety
-    /// The caller must hold the channel lock while the entry is linked or its claim is
-    /// being completed; otherwise it must be the owner, with the claim not `WAITING`.
+    /// The access must be exclusive: the caller holds the channel lock and has won the
+    /// entry's claim (or is completing it, `BUSY`), or links or unlinks the entry under
+    /// every lock of its choice; otherwise it is the owner, with the claim not
+    /// `WAITING`. (For a shared slot, one channel's lock alone excludes no claimer on
+    /// another channel: the claim does.)
     #[inline]
     pub(crate) unsafe fn with_slot<R>(&self, f: impl FnOnce(&mut Option<T>) -> R) -> R {
         // SAFETY: `shared_slot` outlives the entry (`with_shared_slot`).

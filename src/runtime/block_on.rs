@@ -91,6 +91,12 @@ impl Parker {
         }
     }
 
+    /// True if a wake arrived that the thread has not consumed yet.
+    pub(crate) fn is_notified(&self) -> bool {
+        // Acquire: pairs with the Release in `unpark`.
+        self.notified.load(Ordering::Acquire)
+    }
+
     /// Records what the future waits on (by its owner's poll).
     pub(crate) fn record(&self, wait: u64) {
         // Relaxed: read by deadlock detection only after a whole grace period in which

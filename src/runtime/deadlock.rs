@@ -5,8 +5,8 @@
 //! What it takes for everything to count as blocked:
 //! - the `block_on` thread stayed parked for the grace period and the runtime ran no
 //!   poll meanwhile (the per-worker poll counters did not move);
-//! - every worker is asleep and no run queue holds work; no timer is armed; no
-//!   blocking-pool task is alive; this is the only `block_on` future of the runtime
+//! - every worker is asleep and no run queue holds work; no timer is armed or being
+//!   fired; no blocking-pool task is alive; this is the only `block_on` future of the runtime
 //!   (the others would be invisible);
 //! - each process is `Sleeping`, none of its waker clones is held outside csp (the
 //!   state word's foreign waker count), and its last poll recorded a wait that only this
@@ -78,6 +78,7 @@ impl Shared {
             || !self.idle().all_asleep()
             || self.has_work()
             || self.timers().len() > 0
+            || self.timers().is_firing()
             || main.foreign_wakers() > 0
             || main_wait == Recorded::Open
         {
@@ -124,8 +125,15 @@ impl Shared {
             }
             return None;
         }
-        // Nothing moved while we looked.
-        if self.activity() != activity_before || foreign_epoch(self.id()) != epoch {
+        // Nothing moved while we looked: no poll, no late turn to foreign, no timer
+        // firing, no wake of the main future (a foreign waker's wake unparks before it
+        // stops counting).
+        if self.activity() != activity_before
+            || foreign_epoch(self.id()) != epoch
+            || self.timers().is_firing()
+            || main.is_notified()
+            || main.foreign_wakers() > 0
+        {
             return None;
         }
         blocked.sort_by_key(|&(id, ..)| id);

@@ -4,10 +4,14 @@
 //!
 //! | bits    | meaning                                                              |
 //! |---------|----------------------------------------------------------------------|
-//! | 56..=63 | kind (`WaitOn` variant; 0: nothing recorded)                         |
-//! | 55      | foreign: something outside the runtime may complete the wait         |
-//! | 39..=54 | the foreign epoch when recorded (low 16 bits; see `chan::foreign`)   |
-//! | 0..=38  | payload: a channel or process id, or an alt's channel count          |
+//! | 60..=63 | kind (`WaitOn` variant; 0: nothing recorded)                         |
+//! | 59      | foreign: something outside the runtime may complete the wait         |
+//! | 32..=58 | the runtime's foreign epoch when recorded (low 27 bits, `chan/home.rs`) |
+//! | 0..=31  | payload: a channel or process id (dumps show ids past 2^32 truncated), or an alt's channel count |
+//!
+//! One poll may record several waits (a future that selects between csp operations):
+//! the last names the wait, and the foreign bit stays set once any of them set it, so a
+//! wait that something outside may end is never hidden by another.
 
 use std::fmt;
 use std::task::Waker;
@@ -36,10 +40,10 @@ pub(crate) enum Recorded {
     Open,
 }
 
-const KIND_SHIFT: u32 = 56;
-const FOREIGN: u64 = 1 << 55;
-const EPOCH_SHIFT: u32 = 39;
-const EPOCH_MASK: u64 = 0xFFFF;
+const KIND_SHIFT: u32 = 60;
+const FOREIGN: u64 = 1 << 59;
+const EPOCH_SHIFT: u32 = 32;
+const EPOCH_MASK: u64 = (1 << 27) - 1;
 const PAYLOAD: u64 = (1 << EPOCH_SHIFT) - 1;
 
 impl WaitOn {
@@ -110,11 +114,19 @@ impl fmt::Display for WaitOn {
 pub(crate) fn record(waker: &Waker, wait: WaitOn, foreign: bool) {
     if let Some(process) = crate::task::waker::process_of(waker) {
         let word = wait.encode(foreign, process.header().shared.id());
-        // Relaxed: see the module docs.
-        process.header().wait.store(word, Ordering::Relaxed);
+        let slot = &process.header().wait;
+        // Relaxed: see the module docs; only the polling thread writes the word while
+        // the poll runs.
+        slot.store(merge(slot.load(Ordering::Relaxed), word), Ordering::Relaxed);
     } else if let Some(main) = crate::runtime::block_on::parker_of(waker) {
-        main.record(wait.encode(foreign, crate::runtime::context::polling_runtime()));
+        let word = wait.encode(foreign, crate::runtime::context::polling_runtime());
+        main.record(merge(main.wait_word(), word));
     }
+}
+
+/// The wait word after a poll that recorded `old` records `new` (module docs).
+fn merge(old: u64, new: u64) -> u64 {
+    new | (old & FOREIGN)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -127,7 +139,7 @@ mod tests {
             WaitOn::Recv { channel: 7 },
             WaitOn::Send { channel: 4 },
             WaitOn::Closed {
-                channel: (1 << 39) - 1,
+                channel: (1 << 32) - 1,
             },
             WaitOn::Alt { channels: 2 },
             WaitOn::Join { process: 9 },
@@ -142,6 +154,13 @@ mod tests {
         }
         assert_eq!(WaitOn::decode(0), None);
         assert_eq!(WaitOn::classify(0, 1), Recorded::Open);
+        let internal = WaitOn::Recv { channel: 1 }.encode(false, 1);
+        let foreign = WaitOn::Recv { channel: 2 }.encode(true, 1);
+        assert_eq!(
+            WaitOn::classify(merge(foreign, internal), 1),
+            Recorded::Open
+        );
+        assert_eq!(WaitOn::classify(merge(0, internal), 1), Recorded::Internal);
         assert_eq!(
             WaitOn::Recv { channel: 7 }.to_string(),
             "recv on channel #7"

@@ -84,10 +84,14 @@ unsafe fn clone_internal(data: *const ()) -> RawWaker {
 /// # Safety
 /// As `wake_by_val`.
 unsafe fn wake_foreign(data: *const ()) {
-    // SAFETY: called on a live csp waker; its reference is consumed by the wake.
+    // SAFETY: called on a live csp waker; its reference is released at the end.
     let raw = unsafe { raw_task(data) };
+    // Queued first, uncounted after: deadlock detection must never see the process
+    // asleep with no foreign waker while this wake is under way.
+    raw.wake_by_ref();
     raw.state().foreign_waker_dec();
-    raw.wake_by_val()
+    // SAFETY: the waker's reference, consumed by this wake.
+    unsafe { raw.drop_reference() }
 }
 
 /// # Safety

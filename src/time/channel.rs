@@ -68,6 +68,17 @@ pub fn tick(period: Duration) -> Receiver<Instant> {
     ChannelTimer::start(now.checked_add(period), Some((now, period)))
 }
 
+/// The first deadline `origin + k·period` (k >= 1) after `now`: missed ticks are skipped,
+/// not queued. In `u128` nanoseconds, so no count of periods overflows.
+fn next_tick(origin: Instant, period: Duration, now: Instant) -> Option<Instant> {
+    let period = period.as_nanos();
+    let periods = now.saturating_duration_since(origin).as_nanos() / period;
+    let offset = (periods + 1).checked_mul(period)?;
+    let secs = u64::try_from(offset / 1_000_000_000).ok()?;
+    let nanos = (offset % 1_000_000_000) as u32; // < 10^9: fits
+    origin.checked_add(Duration::new(secs, nanos))
+}
+
 /// The sending side of an `after` or `tick` channel, with its wheel entry.
 pub(crate) struct ChannelTimer {
     /// Linked in `runtime`'s wheel while the timer waits; its action then holds a
@@ -144,19 +155,18 @@ impl ChannelTimer {
     /// The deadline came (at `now`): send, then re-arm a `tick`.
     pub(crate) fn fire(timer: Arc<ChannelTimer>, timers: &Timers, now: Instant) {
         // Full: a tick nobody took yet keeps its instant; closed: nobody listens.
-        let _ = timer.sender.try_send(now);
+        // From the runtime's own wheel: not a use from outside (`chan/home.rs`).
+        let _ = timer.sender.offer(now);
         let Some((origin, period)) = timer.schedule else {
             return;
         };
-        // The first deadline after `now`: missed ticks are skipped, not queued.
-        let periods = now.saturating_duration_since(origin).as_nanos() / period.as_nanos();
-        let next = u32::try_from(periods + 1)
-            .ok()
-            .and_then(|k| period.checked_mul(k))
-            .and_then(|offset| origin.checked_add(offset));
-        if let Some(next) = next {
-            let tick = timers.deadline_tick(next);
-            timers.rearm_channel(timer, tick);
+        match next_tick(origin, period, now) {
+            Some(next) => {
+                let tick = timers.deadline_tick(next);
+                timers.rearm_channel(timer, tick);
+            }
+            // Past what `Instant` can represent: it would never fire again anyway.
+            None => drop(timer),
         }
     }
 
@@ -166,5 +176,26 @@ impl ChannelTimer {
         // SAFETY: the entry is inside `self`, alive, and armed in no other wheel.
         let action = unsafe { self.runtime.shared.timers().disarm(self.entry()) };
         drop(action);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_tick_skips_missed_ticks_and_never_overflows() {
+        let origin = Instant::now();
+        let ms = Duration::from_millis(1);
+        assert_eq!(next_tick(origin, ms, origin), Some(origin + ms));
+        assert_eq!(next_tick(origin, ms, origin + ms), Some(origin + 2 * ms));
+        assert_eq!(
+            next_tick(origin, ms, origin + Duration::from_micros(7_500)),
+            Some(origin + 8 * ms)
+        );
+        // Far more than u32::MAX periods of 1 ns.
+        let ns = Duration::from_nanos(1);
+        let later = origin + Duration::from_secs(10);
+        assert_eq!(next_tick(origin, ns, later), Some(later + ns));
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::alt::claim::Owner;
 
-use crate::loom::sync::atomic::{AtomicU64, Ordering};
+use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::time::channel::ChannelTimer;
 use crate::time::entry::{Action, Entry, Position};
@@ -80,6 +80,9 @@ pub(crate) struct Timers {
     inner: Mutex<Inner>,
     /// The wheel's next deadline, mirrored for the lock-free `is_due` check.
     next: AtomicU64,
+    /// Threads inside `fire_all`: expired timers may be out of the wheel and not yet
+    /// fired (deadlock detection must not mistake that for nothing armed).
+    firing: AtomicUsize,
 }
 
 impl Timers {
@@ -92,6 +95,7 @@ impl Timers {
                 shutdown: false,
             }),
             next: AtomicU64::new(NEVER),
+            firing: AtomicUsize::new(0),
         }
     }
 
@@ -238,7 +242,13 @@ impl Timers {
         // takes this lock to unlink the entry, so either it sees the entry linked or this
         // sees the channel closed.
         if inner.shutdown || timer.is_closed() {
+            let shutdown = inner.shutdown;
             drop(inner);
+            if shutdown {
+                // Taken out of the wheel by `fire_all` while `shutdown` drained it: close
+                // it as `shutdown` closes the others.
+                timer.close();
+            }
             drop(timer);
             return;
         }
@@ -257,8 +267,24 @@ impl Timers {
         }
     }
 
+    /// True while a thread fires expired timers.
+    pub(crate) fn is_firing(&self) -> bool {
+        // SeqCst: read by deadlock detection in the same total order as the increment
+        // below, which precedes taking any entry out of the wheel.
+        self.firing.load(Ordering::SeqCst) > 0
+    }
+
     /// Fires every entry due by tick `now`; true if any fired.
     pub(crate) fn fire_all(&self, now: u64) -> bool {
+        // SeqCst: see `is_firing`.
+        self.firing.fetch_add(1, Ordering::SeqCst);
+        let fired_any = self.fire_batches(now);
+        // SeqCst: see `is_firing`; every owner is woken by now.
+        self.firing.fetch_sub(1, Ordering::SeqCst);
+        fired_any
+    }
+
+    fn fire_batches(&self, now: u64) -> bool {
         let mut fired_any = false;
         loop {
             let mut batch: [Action; TIMER_FIRE_BATCH] = std::array::from_fn(|_| Action::None);
