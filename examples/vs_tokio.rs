@@ -151,14 +151,7 @@ fn main() {
 
 /// `CSP_BENCH_SAMPLES`, or the default.
 fn samples() -> usize {
-    match std::env::var("CSP_BENCH_SAMPLES") {
-        Ok(value) => value
-            .parse()
-            .ok()
-            .filter(|&samples| samples > 0)
-            .expect("CSP_BENCH_SAMPLES must be a positive integer"),
-        Err(_) => DEFAULT_SAMPLES,
-    }
+    workloads::positive_env("CSP_BENCH_SAMPLES", DEFAULT_SAMPLES)
 }
 
 /// The core count, and the CPU model where the OS tells it.

@@ -244,6 +244,16 @@ fn not_while_blocking_work_runs() {
     });
 }
 
+/// A plain thread that, after a quiet spell, sends `values` on `tx` (blocking).
+fn send_later(tx: csp::Sender<u8>, values: &'static [u8]) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        std::thread::sleep(QUIET);
+        for &v in values {
+            tx.send_blocking(v).unwrap();
+        }
+    })
+}
+
 /// Waits, on the blocking pool (so detection holds off meanwhile), until a plain thread
 /// says it has used its end.
 async fn until_used(signal: std::sync::mpsc::Receiver<()>) {
@@ -268,11 +278,7 @@ fn not_while_a_plain_thread_blocked_on_the_channel_may_still_act() {
             });
             until_used(signal).await;
             let process = csp::spawn(async move { rx.recv().await });
-            let sender = std::thread::spawn(move || {
-                std::thread::sleep(QUIET);
-                tx.send_blocking(1).unwrap();
-                tx.send_blocking(1).unwrap();
-            });
+            let sender = send_later(tx, &[1, 1]);
             assert_eq!(process.await.unwrap(), Ok(1));
             assert_eq!(receiver.join().unwrap(), Ok(1));
             sender.join().unwrap();
@@ -338,10 +344,7 @@ fn not_while_one_of_several_waits_of_a_poll_is_on_a_foreign_channel() {
     bounded(20, || {
         // Made on this plain thread: foreign. A plain thread sends on it later.
         let (foreign_tx, foreign_rx) = csp::channel::<u8>();
-        let sender = std::thread::spawn(move || {
-            std::thread::sleep(QUIET);
-            foreign_tx.send_blocking(7).unwrap();
-        });
+        let sender = send_later(foreign_tx, &[7]);
         let got = completes(async move {
             let (_internal_tx, internal_rx) = csp::channel::<u8>();
             // One poll waits on both: the internal wait, recorded last, must not hide
@@ -362,10 +365,7 @@ fn not_while_one_of_several_waits_of_a_poll_is_on_a_foreign_channel() {
 fn not_while_a_pipeline_stage_reads_a_foreign_channel() {
     bounded(20, || {
         let (foreign_tx, foreign_rx) = csp::channel::<u8>();
-        let sender = std::thread::spawn(move || {
-            std::thread::sleep(QUIET);
-            foreign_tx.send_blocking(3).unwrap();
-        });
+        let sender = send_later(foreign_tx, &[3]);
         let got = completes(async move {
             // The producer's process waits on the foreign channel and on its output's
             // close in the same poll.

@@ -31,13 +31,18 @@ pub const WORKER_THREADS: usize = 2;
 /// [`WORKER_THREADS`], unless `CSP_BENCH_WORKERS` asks for another count (to measure how
 /// the two runtimes scale on a larger machine).
 pub fn worker_threads() -> usize {
-    match std::env::var("CSP_BENCH_WORKERS") {
+    positive_env("CSP_BENCH_WORKERS", WORKER_THREADS)
+}
+
+/// The positive integer in environment variable `name`, or `default` if it is unset.
+pub fn positive_env(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
         Ok(value) => value
             .parse()
             .ok()
-            .filter(|&workers| workers > 0)
-            .expect("CSP_BENCH_WORKERS must be a positive integer"),
-        Err(_) => WORKER_THREADS,
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| panic!("{name} must be a positive integer, not {value:?}")),
+        Err(_) => default,
     }
 }
 
@@ -547,6 +552,18 @@ fn ring<E: Executor>(rt: &E) {
     assert_eq!(stopped_at, Some(HOPS % RING_SIZE));
 }
 
+/// Producer number `producer` of a many-producer workload: sends its share of the values,
+/// `producer * count..(producer + 1) * count`, then drops its sender.
+async fn send_range<S: SendEnd<u64>>(sender: S, producer: usize, count: usize) {
+    let first = (producer * count) as u64;
+    for value in first..first + count as u64 {
+        sender
+            .send(value)
+            .await
+            .expect("the consumer stopped receiving");
+    }
+}
+
 /// Contention on one channel: 16 producer processes send 62,500 numbers each (together
 /// `0..1_000_000`) into one bounded channel of capacity 128, which the root process
 /// drains and sums.
@@ -556,15 +573,7 @@ fn fan_in<E: Executor>(rt: &E) {
         let producers: Vec<_> = (0..PRODUCERS)
             .map(|producer| {
                 let sender = sender.clone();
-                E::spawn(async move {
-                    let first = producer * VALUES_PER_PRODUCER;
-                    for value in first..first + VALUES_PER_PRODUCER {
-                        sender
-                            .send(value as u64)
-                            .await
-                            .expect("the consumer stopped receiving");
-                    }
-                })
+                E::spawn(send_range(sender, producer, VALUES_PER_PRODUCER))
             })
             .collect();
         drop(sender); // the channel closes once every producer is done
@@ -638,16 +647,8 @@ fn select4<E: Select4>(rt: &E) {
             .into_iter()
             .enumerate()
             .map(|(producer, sender)| {
-                E::spawn(async move {
-                    let first = producer * SELECT4_VALUES_PER_PRODUCER;
-                    for value in first..first + SELECT4_VALUES_PER_PRODUCER {
-                        sender
-                            .send(value as u64)
-                            .await
-                            .expect("the consumer stopped receiving");
-                    }
-                    // Dropping `sender` closes this producer's channel.
-                })
+                // Dropping `sender` at the end closes this producer's channel.
+                E::spawn(send_range(sender, producer, SELECT4_VALUES_PER_PRODUCER))
             })
             .collect();
         let Ok(receivers) = receivers.try_into() else {

@@ -13,13 +13,17 @@
 //! now), or one arm fired and only that arm's operation took effect (a received value
 //! goes back to its channel).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::ptr::NonNull;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use crate::alt::claim::{Claim, Owner, Seen, Wakes};
 use crate::alt::operation::Operation;
 use crate::alt::rng;
 use crate::task::WaitOn;
+use crate::time::{Sleep, sleep};
 use crate::tuning::INLINE_ARMS;
 
 /// The arms of a choice, by index.
@@ -204,6 +208,48 @@ impl Plan {
     }
 }
 
+/// A choice's timeout (an `after` arm, `Select::timeout`): measured from the choice's
+/// first poll, with a timer that goes into the wheel only if the choice waits (DESIGN.md:
+/// a fixed `alt!` allocates nothing per iteration). The timer never claims the flag; on
+/// expiry the choice withdraws ([`Choice::poll_until`]).
+#[derive(Debug)]
+pub(crate) struct Deadline {
+    after: Option<Duration>,
+    /// Started by the first poll; its wheel entry lives inside it, so it stays pinned.
+    timer: Option<Sleep>,
+}
+
+impl Deadline {
+    pub(crate) fn new(after: Option<Duration>) -> Deadline {
+        Deadline { after, timer: None }
+    }
+
+    /// True if the choice has a timeout.
+    pub(crate) fn is_set(&self) -> bool {
+        self.after.is_some()
+    }
+
+    /// Starts the clock, at the choice's first poll (later calls change nothing).
+    pub(crate) fn start(&mut self) {
+        if let (Some(after), None) = (self.after, &self.timer) {
+            // Written only while `None`: no pinned timer is overwritten.
+            self.timer = Some(sleep(after));
+        }
+    }
+
+    /// `Ready` once the time is up; never without a timeout.
+    ///
+    /// # Safety
+    /// `self` stays pinned (the timer's wheel entry lives inside it).
+    pub(crate) unsafe fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut self.timer {
+            // SAFETY: pinned, per the caller.
+            Some(timer) => unsafe { Pin::new_unchecked(timer) }.poll(cx),
+            None => Poll::Pending,
+        }
+    }
+}
+
 /// Records, for dumps and deadlock detection, that the owner of the poll (a process or a
 /// `block_on` future) waits on this choice.
 fn record_wait<A: ArmSet + ?Sized>(cx: &Context<'_>, arms: &A, plan: &Plan) {
@@ -274,6 +320,28 @@ impl Choice {
             unsafe { plan.unlock(arms) };
         }
         Poll::Ready(self.finish(arms, plan))
+    }
+
+    /// As [`poll`](Self::poll), racing `deadline`: `Ready(Some(i))` once arm `i` fired,
+    /// `Ready(None)` once the time was up first, in which case no arm took effect (an
+    /// arm a counterpart claimed before the withdrawal fires instead).
+    ///
+    /// # Safety
+    /// As [`poll`](Self::poll); `deadline` stays pinned too.
+    pub(crate) unsafe fn poll_until<A: ArmSet + ?Sized>(
+        &mut self,
+        arms: &A,
+        plan: &mut Plan,
+        deadline: &mut Deadline,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<usize>> {
+        // SAFETY: per the caller.
+        if let Poll::Ready(fired) = unsafe { self.poll(arms, plan, cx) } {
+            return Poll::Ready(Some(fired));
+        }
+        // SAFETY: per the caller.
+        ready!(unsafe { deadline.poll(cx) });
+        Poll::Ready(self.withdraw(arms, plan))
     }
 
     fn start<A: ArmSet + ?Sized>(

@@ -46,13 +46,17 @@ impl Owner {
     /// waker clone.
     #[inline]
     pub(crate) fn from_waker(waker: &Waker) -> Owner {
+        Owner::internal(waker).unwrap_or_else(|| Owner::Foreign(waker.clone()))
+    }
+
+    /// The owner behind `waker` if csp can hold it by an internal reference (a process,
+    /// a `block_on` future): making one runs no foreign code, unlike cloning a waker.
+    #[inline]
+    pub(crate) fn internal(waker: &Waker) -> Option<Owner> {
         if let Some(raw) = process_of(waker) {
-            return Owner::Process(TaskRef::new(raw));
+            return Some(Owner::Process(TaskRef::new(raw)));
         }
-        match parker_arc_of(waker) {
-            Some(parker) => Owner::Main(parker),
-            None => Owner::Foreign(waker.clone()),
-        }
+        parker_arc_of(waker).map(Owner::Main)
     }
 
     /// True if waking `self` would wake the owner behind `waker`.

@@ -11,13 +11,12 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::alt::choice::{ArmSet, Choice, Plan};
+use crate::alt::choice::{ArmSet, Choice, Deadline, Plan};
 use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
 use crate::chan::ops::{ClosedOp, RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
 use crate::loom::cell::UnsafeCell;
-use crate::time::Sleep;
 
 /// What [`AltFuture`] resolves to when the `default` arm runs.
 pub const DEFAULT: usize = usize::MAX;
@@ -319,8 +318,7 @@ pub fn alt<const N: usize>(
         choice: Choice::new(),
         biased,
         has_default,
-        after,
-        timer: None,
+        deadline: Deadline::new(after),
         _pinned: PhantomPinned,
     }
 }
@@ -334,13 +332,10 @@ pub struct AltFuture<'a, const N: usize> {
     choice: Choice,
     biased: bool,
     has_default: bool,
-    after: Option<Duration>,
-    /// The `after` arm's timer, started at the first poll that found no arm ready, and
-    /// armed in the wheel only if the choice waits (DESIGN.md: a fixed `alt!` allocates
-    /// nothing per iteration).
-    timer: Option<Sleep>,
-    /// The arms' entries point at `choice` while it waits; `timer`'s wheel entry lives
-    /// inside it.
+    /// The `after` arm.
+    deadline: Deadline,
+    /// The arms' entries point at `choice` while it waits; the deadline's wheel entry
+    /// lives inside it.
     _pinned: PhantomPinned,
 }
 
@@ -348,67 +343,43 @@ impl<const N: usize> Future for AltFuture<'_, N> {
     type Output = (usize, usize);
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(usize, usize)> {
-        // SAFETY: nothing is moved out of the pinned future; `timer` is only written
-        // while `None` (so no pinned `Sleep` is overwritten).
+        // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
-        if let (Some(after), None) = (this.after, &this.timer) {
-            // The timeout counts from the start of the alt.
-            this.timer = Some(crate::time::sleep(after));
-        }
-        let fired = if this.choice.is_waiting() {
-            None
-        } else {
+        this.deadline.start();
+        if !this.choice.is_waiting() {
             let any = this.plan.prepare(&this.arms, this.biased);
             if this.has_default {
-                match any
-                    .then(|| this.choice.try_now(&this.arms, &this.plan))
-                    .flatten()
-                {
-                    Some(fired) => Some(fired),
-                    None => return Poll::Ready((DEFAULT, 0)),
-                }
-            } else if !any {
+                return Poll::Ready(
+                    match any
+                        .then(|| this.choice.try_now(&this.arms, &this.plan))
+                        .flatten()
+                    {
+                        Some(fired) => this.arms.locate(fired),
+                        None => (DEFAULT, 0),
+                    },
+                );
+            }
+            if !any {
                 assert!(
-                    this.timer.is_some(),
+                    this.deadline.is_set(),
                     "csp: alt! with every arm disabled by its guard and no default or after \
                      arm would wait forever"
                 );
                 // Only the timeout is left to wait for.
-                return this.poll_timer(cx).map(|()| (AFTER, 0));
-            } else {
-                None
+                // SAFETY: the deadline is pinned inside this future.
+                return unsafe { this.deadline.poll(cx) }.map(|()| (AFTER, 0));
             }
-        };
-        let fired = match fired {
-            Some(fired) => fired,
-            // SAFETY: `this` is pinned, and the arms and plan stay unchanged until the
-            // choice completes or is cancelled on drop.
-            None => match unsafe { this.choice.poll(&this.arms, &mut this.plan, cx) } {
-                Poll::Ready(fired) => fired,
-                Poll::Pending => {
-                    if this.timer.is_none() || this.poll_timer(cx).is_pending() {
-                        return Poll::Pending;
-                    }
-                    // Time is up, unless an arm fired first: the claim flag decides
-                    // (the timer never claims it; DESIGN.md).
-                    match this.choice.withdraw(&this.arms, &this.plan) {
-                        Some(fired) => fired,
-                        None => return Poll::Ready((AFTER, 0)),
-                    }
-                }
-            },
-        };
-        Poll::Ready(this.arms.locate(fired))
-    }
-}
-
-impl<const N: usize> AltFuture<'_, N> {
-    fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        match &mut self.timer {
-            // SAFETY: the timer lives inside the pinned future and is never moved.
-            Some(timer) => unsafe { Pin::new_unchecked(timer) }.poll(cx),
-            None => Poll::Pending,
         }
+        // SAFETY: `this` is pinned, and the arms and plan stay unchanged until the
+        // choice completes or is cancelled on drop.
+        let fired = std::task::ready!(unsafe {
+            this.choice
+                .poll_until(&this.arms, &mut this.plan, &mut this.deadline, cx)
+        });
+        Poll::Ready(match fired {
+            Some(fired) => this.arms.locate(fired),
+            None => (AFTER, 0),
+        })
     }
 }
 

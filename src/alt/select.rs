@@ -6,12 +6,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::alt::choice::{ArmSet, Choice, Plan};
+use crate::alt::choice::{ArmSet, Choice, Deadline, Plan};
 use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
 use crate::chan::ops::{RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
-use crate::time::Sleep;
 
 /// What kind of operation an arm is, and on which channel, so `Selected` can check
 /// that it is read with the right end.
@@ -305,10 +304,9 @@ impl<'a> Select<'a> {
     /// ```
     pub fn select(&mut self) -> SelectFuture<'_, 'a> {
         SelectFuture {
-            timeout: self.timeout,
+            deadline: Deadline::new(self.timeout),
             select: Some(self),
             choice: Choice::new(),
-            timer: None,
             _pinned: PhantomPinned,
         }
     }
@@ -335,11 +333,10 @@ pub struct SelectFuture<'s, 'a> {
     /// `None` once it completed.
     select: Option<&'s mut Select<'a>>,
     choice: Choice,
-    timeout: Option<Duration>,
-    /// The timeout's timer, started at the first poll, armed only if the choice waits.
-    timer: Option<Sleep>,
-    /// The arms' entries point at `choice` while it waits; `timer`'s wheel entry lives
-    /// inside it.
+    /// The `Select`'s timeout.
+    deadline: Deadline,
+    /// The arms' entries point at `choice` while it waits; the deadline's wheel entry
+    /// lives inside it.
     _pinned: PhantomPinned,
 }
 
@@ -347,13 +344,10 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
     type Output = Selected<'s>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected<'s>> {
-        // SAFETY: nothing is moved out of the pinned future: `choice` and `timer` stay in
-        // place (`timer` is only written while `None`), and `select` is a reference,
-        // taken only when the choice is done.
+        // SAFETY: nothing is moved out of the pinned future: `choice` and `deadline` stay
+        // in place, and `select` is a reference, taken only when the choice is done.
         let this = unsafe { self.get_unchecked_mut() };
-        if let (Some(timeout), None) = (this.timeout, &this.timer) {
-            this.timer = Some(crate::time::sleep(timeout));
-        }
+        this.deadline.start();
         let select = this
             .select
             .as_mut()
@@ -361,35 +355,23 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
         let fired =
             if !this.choice.is_waiting() && !select.plan.prepare(&select.arms, select.biased) {
                 assert!(
-                    this.timer.is_some(),
+                    this.deadline.is_set(),
                     "csp: Select::select() with no arm to wait on (every arm was removed or \
                  spent) and no timeout; it could never complete"
                 );
-                None
+                // SAFETY: the deadline is pinned inside this future.
+                std::task::ready!(unsafe { this.deadline.poll(cx) });
+                Select::TIMEOUT
             } else {
                 // SAFETY: `this` is pinned, and the plan and arms stay unchanged (borrowed
                 // mutably by this future) until the choice completes or is cancelled on
                 // drop.
-                match unsafe { this.choice.poll(&select.arms, &mut select.plan, cx) } {
-                    Poll::Ready(fired) => Some(fired),
-                    Poll::Pending => None,
-                }
+                std::task::ready!(unsafe {
+                    this.choice
+                        .poll_until(&select.arms, &mut select.plan, &mut this.deadline, cx)
+                })
+                .unwrap_or(Select::TIMEOUT)
             };
-        let fired = match fired {
-            Some(fired) => fired,
-            None => {
-                let Some(timer) = this.timer.as_mut() else {
-                    return Poll::Pending;
-                };
-                // SAFETY: the timer lives inside the pinned future and is never moved.
-                std::task::ready!(unsafe { Pin::new_unchecked(timer) }.poll(cx));
-                // Time is up, unless an arm fired first: the claim flag decides.
-                match this.choice.withdraw(&select.arms, &select.plan) {
-                    Some(fired) => fired,
-                    None => Select::TIMEOUT,
-                }
-            }
-        };
         let select = this.select.take().expect("checked above");
         Poll::Ready(Selected::new(&mut select.arms, fired))
     }

@@ -12,9 +12,6 @@ use pin_project_lite::pin_project;
 
 use crate::alt::claim::{Claim, Owner, Seen, Wakes};
 use crate::alt::operation::Operation;
-use crate::runtime::block_on::parker_of;
-use crate::task::TaskRef;
-use crate::task::waker::process_of;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -119,10 +116,8 @@ impl<O: Operation> Single<O> {
                     return Poll::Ready(());
                 }
                 record_wait(cx.waker(), op);
-                let owner = match process_of(cx.waker()) {
-                    Some(process) => Owner::Process(TaskRef::new(process)),
-                    // A `block_on` future: an internal reference, no foreign code.
-                    None if parker_of(cx.waker()).is_some() => Owner::from_waker(cx.waker()),
+                let owner = match Owner::internal(cx.waker()) {
+                    Some(owner) => owner,
                     None => {
                         // A foreign waker is cloned with the lock dropped: no foreign code
                         // runs under it. Then try again, as the channel may have changed.
