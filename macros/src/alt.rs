@@ -322,18 +322,23 @@ impl Alt {
                 quote!(#guard)
             })
             .unwrap_or(quote!(false));
-        let (after_arg, after_branch) = match after {
-            Some((timeout, body)) => (quote!(#timeout), quote! { (#private::AFTER, _) => #body, }),
-            None => (quote!(::core::option::Option::None), quote!()),
+        // Only an alt with an `after` arm carries a timer.
+        let (make, after_arg, after_branch) = match after {
+            Some((timeout, body)) => (
+                quote!(#private::alt_after),
+                quote!(, #timeout),
+                quote! { (#private::AFTER, _) => #body, },
+            ),
+            None => (quote!(#private::alt), quote!(), quote!()),
         };
         let fired = format_ident!("__csp_fired", span = Span::mixed_site());
         quote! {{
             #(#setup)*
-            let #fired = #private::alt(
+            let #fired = #make(
                 [#(#refs),*],
                 #biased,
-                #has_default && #default_guard,
-                #after_arg,
+                #has_default && #default_guard
+                #after_arg
             ).await;
             match #fired {
                 #(#branches)*

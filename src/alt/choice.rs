@@ -36,32 +36,26 @@ pub(crate) trait ArmSet {
 }
 
 /// A list of arm indices, kept inline up to [`INLINE_ARMS`] (so a choice of a fixed,
-/// small set of arms allocates nothing), on the heap beyond.
-#[derive(Debug)]
+/// small set of arms allocates nothing), on the heap beyond. Stored as `u32`, which
+/// halves the `alt!` future's two lists (a choice of 2^32 operations would need
+/// hundreds of GiB for their entries alone).
+#[derive(Debug, Default)]
 struct Indices {
-    inline: [usize; INLINE_ARMS],
-    len: usize,
-    heap: Vec<usize>,
-}
-
-impl Default for Indices {
-    fn default() -> Self {
-        Indices {
-            inline: [0; INLINE_ARMS],
-            len: 0,
-            heap: Vec::new(),
-        }
-    }
+    inline: [u32; INLINE_ARMS],
+    /// Indices inline (while `heap` is empty).
+    len: u32,
+    heap: Vec<u32>,
 }
 
 impl Indices {
     fn fill(&mut self, items: impl Iterator<Item = usize>) {
-        self.len = 0;
         self.heap.clear();
+        let mut len = 0;
         for item in items {
-            if self.len < INLINE_ARMS {
-                self.inline[self.len] = item;
-                self.len += 1;
+            let item = u32::try_from(item).expect("csp: a choice of over 2^32 operations");
+            if len < INLINE_ARMS {
+                self.inline[len] = item;
+                len += 1;
             } else {
                 if self.heap.is_empty() {
                     self.heap.extend_from_slice(&self.inline);
@@ -69,22 +63,32 @@ impl Indices {
                 self.heap.push(item);
             }
         }
+        self.len = len as u32;
     }
 
-    fn as_slice(&self) -> &[usize] {
+    fn as_slice(&self) -> &[u32] {
         if self.heap.is_empty() {
-            &self.inline[..self.len]
+            &self.inline[..self.len as usize]
         } else {
             &self.heap
         }
     }
 
-    fn as_mut_slice(&mut self) -> &mut [usize] {
+    fn as_mut_slice(&mut self) -> &mut [u32] {
         if self.heap.is_empty() {
-            &mut self.inline[..self.len]
+            &mut self.inline[..self.len as usize]
         } else {
             &mut self.heap
         }
+    }
+
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    /// The indices, in order.
+    fn iter(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        self.as_slice().iter().map(|&i| i as usize)
     }
 }
 
@@ -107,24 +111,24 @@ impl Plan {
         if !biased {
             rng::shuffle(self.order.as_mut_slice());
         }
-        !self.order.as_slice().is_empty()
+        self.order.len() > 0
     }
 
     /// Orders the arms' channels for locking them all: needed only when no arm was
     /// ready in the quick pass, so not done for a choice that completes at once.
     fn plan_locks<A: ArmSet + ?Sized>(&mut self, arms: &A) {
         // Each arm's lock address, looked up once, then sorted and deduplicated.
-        let order = self.order.as_slice();
+        let order = &self.order;
         let addr = |i: usize| self.enabled(arms, i).lock_addr();
         let mut inline = [(0, 0); INLINE_ARMS];
         let mut heap = Vec::new();
         let keyed: &mut [(usize, usize)] = if order.len() <= INLINE_ARMS {
-            for (slot, &i) in inline.iter_mut().zip(order) {
+            for (slot, i) in inline.iter_mut().zip(order.iter()) {
                 *slot = (addr(i), i);
             }
             &mut inline[..order.len()]
         } else {
-            heap.extend(order.iter().map(|&i| (addr(i), i)));
+            heap.extend(order.iter().map(|i| (addr(i), i)));
             &mut heap
         };
         keyed.sort_unstable();
@@ -139,7 +143,7 @@ impl Plan {
 
     /// Distinct channels the choice spans.
     pub(crate) fn channels(&self) -> usize {
-        self.locks.as_slice().len()
+        self.locks.len()
     }
 
     fn enabled<'s, A: ArmSet + ?Sized>(&self, arms: &'s A, i: usize) -> &'s dyn Operation {
@@ -148,7 +152,7 @@ impl Plan {
     }
 
     fn lock<A: ArmSet + ?Sized>(&self, arms: &A) {
-        for &i in self.locks.as_slice() {
+        for i in self.locks.iter() {
             self.enabled(arms, i).lock();
         }
     }
@@ -156,7 +160,7 @@ impl Plan {
     /// # Safety
     /// The caller holds the locks (from `lock`).
     unsafe fn unlock<A: ArmSet + ?Sized>(&self, arms: &A) {
-        for &i in self.locks.as_slice().iter().rev() {
+        for i in self.locks.iter().rev() {
             // SAFETY: per the caller.
             unsafe { self.enabled(arms, i).unlock() };
         }
@@ -172,7 +176,7 @@ impl Plan {
         claim: &Claim,
         wakes: &mut Wakes,
     ) -> Option<usize> {
-        self.order.as_slice().iter().copied().find(|&i| {
+        self.order.iter().find(|&i| {
             // SAFETY: per the caller.
             unsafe { self.enabled(arms, i).try_now(claim, wakes) }
         })
@@ -183,7 +187,7 @@ impl Plan {
     /// is idle (registered nowhere), so no counterpart can reach it: each try is an
     /// independent attempt, and the first to complete is the one arm that fires.
     fn try_each<A: ArmSet + ?Sized>(&self, arms: &A, claim: &Claim) -> Option<usize> {
-        self.order.as_slice().iter().copied().find(|&i| {
+        self.order.iter().find(|&i| {
             let arm = self.enabled(arms, i);
             let mut wakes = Wakes::default();
             arm.lock();
@@ -201,10 +205,48 @@ impl Plan {
     /// # Safety
     /// The caller holds the locks.
     unsafe fn unregister_all<A: ArmSet + ?Sized>(&self, arms: &A) {
-        for &i in self.order.as_slice() {
+        for i in self.order.iter() {
             // SAFETY: per the caller.
             unsafe { self.enabled(arms, i).unregister() };
         }
+    }
+}
+
+/// What a choice waits for besides its arms: a [`Deadline`], or [`NoDeadline`] for a
+/// choice that waits as long as it takes, which then carries no timer at all.
+///
+/// `pub` only so that the `alt!` future, public for the macros, can name it in its
+/// bounds; the module is private, so nothing outside the crate implements it.
+pub trait Timeout {
+    /// Starts the clock, at the choice's first poll (later calls change nothing).
+    fn start(&mut self);
+
+    /// True if the choice has a timeout.
+    fn is_set(&self) -> bool;
+
+    /// `Ready` once the time is up; never without a timeout.
+    ///
+    /// # Safety
+    /// `self` stays pinned (a timer's wheel entry lives inside it).
+    unsafe fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()>;
+}
+
+/// No timeout: zero-sized.
+#[derive(Debug, Default)]
+pub struct NoDeadline;
+
+impl Timeout for NoDeadline {
+    #[inline]
+    fn start(&mut self) {}
+
+    #[inline]
+    fn is_set(&self) -> bool {
+        false
+    }
+
+    #[inline]
+    unsafe fn poll(&mut self, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Pending
     }
 }
 
@@ -213,35 +255,32 @@ impl Plan {
 /// a fixed `alt!` allocates nothing per iteration). The timer never claims the flag; on
 /// expiry the choice withdraws ([`Choice::poll_until`]).
 #[derive(Debug)]
-pub(crate) struct Deadline {
+pub struct Deadline {
     after: Option<Duration>,
     /// Started by the first poll; its wheel entry lives inside it, so it stays pinned.
     timer: Option<Sleep>,
 }
 
 impl Deadline {
+    /// A timeout of `after` (`None`: none, as a guarded-off `after` arm).
     pub(crate) fn new(after: Option<Duration>) -> Deadline {
         Deadline { after, timer: None }
     }
+}
 
-    /// True if the choice has a timeout.
-    pub(crate) fn is_set(&self) -> bool {
-        self.after.is_some()
-    }
-
-    /// Starts the clock, at the choice's first poll (later calls change nothing).
-    pub(crate) fn start(&mut self) {
+impl Timeout for Deadline {
+    fn start(&mut self) {
         if let (Some(after), None) = (self.after, &self.timer) {
             // Written only while `None`: no pinned timer is overwritten.
             self.timer = Some(sleep(after));
         }
     }
 
-    /// `Ready` once the time is up; never without a timeout.
-    ///
-    /// # Safety
-    /// `self` stays pinned (the timer's wheel entry lives inside it).
-    pub(crate) unsafe fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    fn is_set(&self) -> bool {
+        self.after.is_some()
+    }
+
+    unsafe fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match &mut self.timer {
             // SAFETY: pinned, per the caller.
             Some(timer) => unsafe { Pin::new_unchecked(timer) }.poll(cx),
@@ -258,9 +297,8 @@ fn record_wait<A: ArmSet + ?Sized>(cx: &Context<'_>, arms: &A, plan: &Plan) {
     };
     let foreign = plan
         .locks
-        .as_slice()
         .iter()
-        .any(|&i| plan.enabled(arms, i).is_foreign());
+        .any(|i| plan.enabled(arms, i).is_foreign());
     crate::task::wait::record(cx.waker(), wait, foreign);
 }
 
@@ -328,11 +366,11 @@ impl Choice {
     ///
     /// # Safety
     /// As [`poll`](Self::poll); `deadline` stays pinned too.
-    pub(crate) unsafe fn poll_until<A: ArmSet + ?Sized>(
+    pub(crate) unsafe fn poll_until<A: ArmSet + ?Sized, D: Timeout>(
         &mut self,
         arms: &A,
         plan: &mut Plan,
-        deadline: &mut Deadline,
+        deadline: &mut D,
         cx: &mut Context<'_>,
     ) -> Poll<Option<usize>> {
         // SAFETY: per the caller.
@@ -372,7 +410,7 @@ impl Choice {
         record_wait(cx, arms, plan);
         self.claim.begin_wait(owner);
         let claim = NonNull::from(&self.claim);
-        for &i in plan.order.as_slice() {
+        for i in plan.order.iter() {
             // SAFETY: the locks are held; the caller keeps `self` pinned (so `claim`
             // stays put) and unregisters every arm before the arms go (`finish` or
             // `cancel`).

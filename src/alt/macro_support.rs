@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::alt::choice::{ArmSet, Choice, Deadline, Plan};
+use crate::alt::choice::{ArmSet, Choice, Deadline, NoDeadline, Plan, Timeout};
 use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
 use crate::chan::ops::{ClosedOp, RecvOp, SendOp};
@@ -250,6 +250,7 @@ struct Arms<'a, const N: usize> {
 }
 
 impl<'a, const N: usize> Arms<'a, N> {
+    #[inline]
     fn new(arms: [Option<ArmRef<'a>>; N]) -> Self {
         let many = arms
             .iter()
@@ -276,6 +277,7 @@ impl<'a, const N: usize> Arms<'a, N> {
     }
 
     /// The arm (as written) and the operation within it of engine index `i`.
+    #[inline]
     fn locate(&self, i: usize) -> (usize, usize) {
         match &self.starts {
             None => (i, 0),
@@ -288,10 +290,12 @@ impl<'a, const N: usize> Arms<'a, N> {
 }
 
 impl<const N: usize> ArmSet for Arms<'_, N> {
+    #[inline]
     fn count(&self) -> usize {
         self.count
     }
 
+    #[inline]
     fn arm(&self, i: usize) -> Option<&dyn Operation> {
         let (arm, within) = self.locate(i);
         match self.arms[arm]?.0 {
@@ -302,44 +306,62 @@ impl<const N: usize> ArmSet for Arms<'_, N> {
 }
 
 /// A choice among `arms` (`None`: disabled by its guard): fair, or `biased` to the
-/// first ready arm; with `has_default`, resolves to [`DEFAULT`] instead of waiting; with
-/// `after`, resolves to [`AFTER`] once that long has passed since its first poll with no
-/// arm fired. Resolves to the fired arm's position as written and, for a `recv_any`
-/// arm, the position of the channel within it (0 otherwise).
+/// first ready arm; with `has_default`, resolves to [`DEFAULT`] instead of waiting.
+/// Resolves to the fired arm's position as written and, for a `recv_any` arm, the
+/// position of the channel within it (0 otherwise).
+#[inline]
 pub fn alt<const N: usize>(
     arms: [Option<ArmRef<'_>>; N],
     biased: bool,
     has_default: bool,
+) -> AltFuture<'_, N, NoDeadline> {
+    AltFuture::new(arms, biased, has_default, NoDeadline)
+}
+
+/// As [`alt`], with an `after` arm: resolves to [`AFTER`] once `after` has passed since
+/// its first poll with no arm fired (`None`: the arm's guard is false).
+#[inline]
+pub fn alt_after<const N: usize>(
+    arms: [Option<ArmRef<'_>>; N],
+    biased: bool,
+    has_default: bool,
     after: Option<Duration>,
-) -> AltFuture<'_, N> {
-    AltFuture {
-        arms: Arms::new(arms),
-        plan: Plan::default(),
-        choice: Choice::new(),
-        biased,
-        has_default,
-        deadline: Deadline::new(after),
-        _pinned: PhantomPinned,
-    }
+) -> AltFuture<'_, N, Deadline> {
+    AltFuture::new(arms, biased, has_default, Deadline::new(after))
 }
 
 /// The future of an `alt!`: the arm that fired (and the channel within a `recv_any`
-/// arm), [`DEFAULT`] or [`AFTER`].
+/// arm), [`DEFAULT`] or [`AFTER`]. `D` is its `after` arm, if it has one.
 #[must_use = "futures do nothing unless polled"]
-pub struct AltFuture<'a, const N: usize> {
+pub struct AltFuture<'a, const N: usize, D: Timeout> {
     arms: Arms<'a, N>,
     plan: Plan,
     choice: Choice,
     biased: bool,
     has_default: bool,
     /// The `after` arm.
-    deadline: Deadline,
+    deadline: D,
     /// The arms' entries point at `choice` while it waits; the deadline's wheel entry
     /// lives inside it.
     _pinned: PhantomPinned,
 }
 
-impl<const N: usize> Future for AltFuture<'_, N> {
+impl<'a, const N: usize, D: Timeout> AltFuture<'a, N, D> {
+    #[inline]
+    fn new(arms: [Option<ArmRef<'a>>; N], biased: bool, has_default: bool, deadline: D) -> Self {
+        AltFuture {
+            arms: Arms::new(arms),
+            plan: Plan::default(),
+            choice: Choice::new(),
+            biased,
+            has_default,
+            deadline,
+            _pinned: PhantomPinned,
+        }
+    }
+}
+
+impl<const N: usize, D: Timeout> Future for AltFuture<'_, N, D> {
     type Output = (usize, usize);
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(usize, usize)> {
@@ -383,7 +405,7 @@ impl<const N: usize> Future for AltFuture<'_, N> {
     }
 }
 
-impl<const N: usize> Drop for AltFuture<'_, N> {
+impl<const N: usize, D: Timeout> Drop for AltFuture<'_, N, D> {
     fn drop(&mut self) {
         // A fired arm's outcome is undone (`abandon`): nothing else took effect.
         let _ = self.choice.cancel(&self.arms, &self.plan);
@@ -410,7 +432,7 @@ opaque_debug!(
     SendAnyArm<'a, T>
 );
 
-impl<const N: usize> std::fmt::Debug for AltFuture<'_, N> {
+impl<const N: usize, D: Timeout> std::fmt::Debug for AltFuture<'_, N, D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AltFuture")
             .field("arms", &N)

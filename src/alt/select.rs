@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::alt::choice::{ArmSet, Choice, Deadline, Plan};
+use crate::alt::choice::{ArmSet, Choice, Deadline, Plan, Timeout};
 use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
 use crate::chan::ops::{RecvOp, SendOp};

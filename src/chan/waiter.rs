@@ -21,10 +21,11 @@ pub(crate) struct Waiter<T> {
     /// Where the value is instead of `slot`: the one value a `send_any` arm offers on
     /// all its channels. Whoever claims the arm's flag owns it, as with `slot`.
     shared_slot: Option<NonNull<UnsafeCell<Option<T>>>>,
+    /// The neighbours in its wait list, `None` at either end and while unlinked (so an
+    /// entry is linked exactly when it has a `prev` or is its list's head: no flag
+    /// of its own, which keeps the entry, built afresh by every choice, small).
     prev: UnsafeCell<Option<NonNull<Waiter<T>>>>,
     next: UnsafeCell<Option<NonNull<Waiter<T>>>>,
-    /// In a wait list: set and cleared under the channel lock.
-    linked: UnsafeCell<bool>,
     _pinned: PhantomPinned,
 }
 
@@ -43,7 +44,6 @@ impl<T> Waiter<T> {
             shared_slot: None,
             prev: UnsafeCell::new(None),
             next: UnsafeCell::new(None),
-            linked: UnsafeCell::new(false),
             _pinned: PhantomPinned,
         }
     }
@@ -110,16 +110,6 @@ impl<T> Waiter<T> {
         // SAFETY: exclusive per the caller's contract.
         slot.with_mut(|slot| f(unsafe { &mut *slot }))
     }
-
-    /// Whether the entry is linked.
-    ///
-    /// # Safety
-    /// The caller must hold the channel lock.
-    #[inline]
-    pub(crate) unsafe fn is_linked(&self) -> bool {
-        // SAFETY: the lock is held.
-        self.linked.with(|linked| unsafe { *linked })
-    }
 }
 
 /// A FIFO of entries.
@@ -150,11 +140,10 @@ impl<T> WaitList<T> {
     pub(crate) unsafe fn push_back(&mut self, waiter: NonNull<Waiter<T>>) {
         // SAFETY: under the lock; the entry is ours to link.
         unsafe {
+            debug_assert!(!self.contains(waiter));
             let w = waiter.as_ref();
-            debug_assert!(!w.is_linked());
             w.prev.with_mut(|p| *p = self.tail);
             w.next.with_mut(|n| *n = None);
-            w.linked.with_mut(|l| *l = true);
             match self.tail {
                 Some(tail) => tail.as_ref().next.with_mut(|n| *n = Some(waiter)),
                 None => self.head = Some(waiter),
@@ -172,10 +161,10 @@ impl<T> WaitList<T> {
     pub(crate) unsafe fn remove(&mut self, waiter: NonNull<Waiter<T>>) {
         // SAFETY: under the lock; linked entries are alive.
         unsafe {
-            let w = waiter.as_ref();
-            if !w.is_linked() {
+            if !self.contains(waiter) {
                 return;
             }
+            let w = waiter.as_ref();
             let prev = w.prev.with(|p| *p);
             let next = w.next.with(|n| *n);
             match prev {
@@ -188,8 +177,19 @@ impl<T> WaitList<T> {
             }
             w.prev.with_mut(|p| *p = None);
             w.next.with_mut(|n| *n = None);
-            w.linked.with_mut(|l| *l = false);
         }
+    }
+
+    /// Whether `waiter` is linked here.
+    ///
+    /// # Safety
+    /// The caller holds the channel lock, and `waiter` is alive and, if linked, in this
+    /// list.
+    #[inline]
+    unsafe fn contains(&self, waiter: NonNull<Waiter<T>>) -> bool {
+        // SAFETY: under the lock; the entry is alive. An entry with a `prev` is linked
+        // (an unlinked one has none); one without is linked only as the head.
+        self.head == Some(waiter) || unsafe { waiter.as_ref().prev.with(|p| (*p).is_some()) }
     }
 
     /// The first entry, if any.
