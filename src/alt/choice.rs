@@ -119,7 +119,7 @@ impl Plan {
     fn plan_locks<A: ArmSet + ?Sized>(&mut self, arms: &A) {
         // Each arm's lock address, looked up once, then sorted and deduplicated.
         let order = &self.order;
-        let addr = |i: usize| self.enabled(arms, i).lock_addr();
+        let addr = |i: usize| Self::enabled(arms, i).lock_addr();
         let mut inline = [(0, 0); INLINE_ARMS];
         let mut heap = Vec::new();
         let keyed: &mut [(usize, usize)] = if order.len() <= INLINE_ARMS {
@@ -146,14 +146,14 @@ impl Plan {
         self.locks.len()
     }
 
-    fn enabled<'s, A: ArmSet + ?Sized>(&self, arms: &'s A, i: usize) -> &'s dyn Operation {
+    fn enabled<A: ArmSet + ?Sized>(arms: &A, i: usize) -> &dyn Operation {
         arms.arm(i)
             .expect("csp: an arm was disabled while its choice was in progress")
     }
 
     fn lock<A: ArmSet + ?Sized>(&self, arms: &A) {
         for i in self.locks.iter() {
-            self.enabled(arms, i).lock();
+            Self::enabled(arms, i).lock();
         }
     }
 
@@ -162,7 +162,7 @@ impl Plan {
     unsafe fn unlock<A: ArmSet + ?Sized>(&self, arms: &A) {
         for i in self.locks.iter().rev() {
             // SAFETY: per the caller.
-            unsafe { self.enabled(arms, i).unlock() };
+            unsafe { Self::enabled(arms, i).unlock() };
         }
     }
 
@@ -178,7 +178,7 @@ impl Plan {
     ) -> Option<usize> {
         self.order.iter().find(|&i| {
             // SAFETY: per the caller.
-            unsafe { self.enabled(arms, i).try_now(claim, wakes) }
+            unsafe { Self::enabled(arms, i).try_now(claim, wakes) }
         })
     }
 
@@ -187,17 +187,19 @@ impl Plan {
     /// is idle (registered nowhere), so no counterpart can reach it: each try is an
     /// independent attempt, and the first to complete is the one arm that fires.
     fn try_each<A: ArmSet + ?Sized>(&self, arms: &A, claim: &Claim) -> Option<usize> {
-        self.order.iter().find(|&i| {
-            let arm = self.enabled(arms, i);
-            let mut wakes = Wakes::default();
+        // Only the arm that fires can have anyone to wake.
+        let mut wakes = Wakes::default();
+        let fired = self.order.iter().find(|&i| {
+            let arm = Self::enabled(arms, i);
             arm.lock();
             // SAFETY: the arm's lock is held.
             let fired = unsafe { arm.try_now(claim, &mut wakes) };
             // SAFETY: the arm's lock is held.
             unsafe { arm.unlock() };
-            wakes.run();
             fired
-        })
+        });
+        wakes.run();
+        fired
     }
 
     /// Unlinks every arm's entry (the fired one's is already unlinked).
@@ -207,7 +209,7 @@ impl Plan {
     unsafe fn unregister_all<A: ArmSet + ?Sized>(&self, arms: &A) {
         for i in self.order.iter() {
             // SAFETY: per the caller.
-            unsafe { self.enabled(arms, i).unregister() };
+            unsafe { Self::enabled(arms, i).unregister() };
         }
     }
 }
@@ -298,7 +300,7 @@ fn record_wait<A: ArmSet + ?Sized>(cx: &Context<'_>, arms: &A, plan: &Plan) {
     let foreign = plan
         .locks
         .iter()
-        .any(|i| plan.enabled(arms, i).is_foreign());
+        .any(|i| Plan::enabled(arms, i).is_foreign());
     crate::task::wait::record(cx.waker(), wait, foreign);
 }
 
@@ -414,7 +416,7 @@ impl Choice {
             // SAFETY: the locks are held; the caller keeps `self` pinned (so `claim`
             // stays put) and unregisters every arm before the arms go (`finish` or
             // `cancel`).
-            unsafe { plan.enabled(arms, i).register(claim, i, &mut wakes) };
+            unsafe { Plan::enabled(arms, i).register(claim, i, &mut wakes) };
         }
         // SAFETY: the locks are held.
         unsafe { plan.unlock(arms) };
@@ -436,7 +438,7 @@ impl Choice {
         }
         // SAFETY: the flag fired this arm, and its claimer is done with it (it held a
         // lock we have since taken).
-        unsafe { plan.enabled(arms, fired).take_fired() };
+        unsafe { Plan::enabled(arms, fired).take_fired() };
         self.claim.reset();
         self.waiting = false;
         fired
@@ -466,7 +468,7 @@ impl Choice {
             Err(fired) => {
                 // SAFETY: the flag fired this arm; its claimer is done with it (it held
                 // a lock we have since taken).
-                unsafe { plan.enabled(arms, fired).take_fired() };
+                unsafe { Plan::enabled(arms, fired).take_fired() };
                 Some(fired)
             }
         }
@@ -476,7 +478,7 @@ impl Choice {
     /// fired already, if any, after undoing what it can (`Operation::abandon`).
     pub(crate) fn cancel<A: ArmSet + ?Sized>(&mut self, arms: &A, plan: &Plan) -> Option<usize> {
         let fired = self.withdraw(arms, plan)?;
-        plan.enabled(arms, fired).abandon();
+        Plan::enabled(arms, fired).abandon();
         Some(fired)
     }
 }

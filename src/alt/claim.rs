@@ -104,13 +104,18 @@ impl Wakes {
     /// Wakes them all; call with no channel lock held.
     #[inline]
     pub(crate) fn run(self) {
+        // Most operations wake nobody: that case costs one test, inline.
+        if self.first.is_some() {
+            self.wake_all();
+        }
+    }
+
+    fn wake_all(self) {
         let Wakes { first, more } = self;
         if let Some(owner) = first {
             owner.wake();
         }
-        if !more.is_empty() {
-            more.into_iter().for_each(Owner::wake);
-        }
+        more.into_iter().for_each(Owner::wake);
     }
 }
 
