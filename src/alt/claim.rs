@@ -115,7 +115,9 @@ impl Wakes {
         if let Some(owner) = first {
             owner.wake();
         }
-        more.into_iter().for_each(Owner::wake);
+        if !more.is_empty() {
+            more.into_iter().for_each(Owner::wake);
+        }
     }
 }
 
