@@ -1159,6 +1159,98 @@ fn a_waker_that_outlives_its_runtime_does_nothing() {
     });
 }
 
+/// Starts `n` processes on `rt`, each waiting to receive once on a rendezvous channel of
+/// its own and then counting in `ran`; returns the senders and handles once every one of
+/// them is asleep on its channel.
+fn sleeping_receivers(
+    rt: &Runtime,
+    n: usize,
+    ran: &Arc<AtomicUsize>,
+) -> (Vec<csp::Sender<()>>, Vec<JoinHandle<()>>) {
+    let (senders, handles): (Vec<_>, Vec<_>) = (0..n)
+        .map(|_| {
+            let (tx, rx) = csp::channel::<()>();
+            let ran = ran.clone();
+            let handle = rt.spawn(async move {
+                rx.recv().await.expect("the sender sends once");
+                ran.fetch_add(1, Ordering::SeqCst);
+            });
+            (tx, handle)
+        })
+        .unzip();
+    for handle in &handles {
+        wait_for_state(rt, handle.id(), ProcessState::Sleeping);
+    }
+    (senders, handles)
+}
+
+/// Wakes every receiver of `senders` in one poll (each `try_send` hands its value to a
+/// waiting receiver), then keeps the worker busy until `ran` counts one of them or
+/// `busy` has passed; resolves to what `ran` counted by then.
+async fn wake_all_then_spin(
+    senders: Vec<csp::Sender<()>>,
+    ran: Arc<AtomicUsize>,
+    busy: Duration,
+) -> usize {
+    for tx in &senders {
+        tx.try_send(()).expect("every receiver waits");
+    }
+    let until = Instant::now() + busy;
+    while ran.load(Ordering::SeqCst) == 0 && Instant::now() < until {
+        std::hint::spin_loop();
+    }
+    ran.load(Ordering::SeqCst)
+}
+
+#[test]
+fn processes_woken_in_one_poll_wait_for_it_to_end() {
+    bounded(30, || {
+        let rt = runtime(2, "held-back");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (senders, handles) = sleeping_receivers(&rt, 8, &ran);
+        // The other worker is idle for the 50 ms this poll spins, yet none of the eight
+        // is published to it: they run on this worker once the poll ends.
+        let waker = rt.spawn(wake_all_then_spin(
+            senders,
+            ran.clone(),
+            Duration::from_millis(50),
+        ));
+        assert_eq!(
+            rt.block_on(waker).unwrap(),
+            0,
+            "a woken process ran while the poll that woke it went on"
+        );
+        for handle in handles {
+            rt.block_on(handle).unwrap();
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 8);
+    });
+}
+
+#[test]
+fn a_poll_that_wakes_many_hands_them_on_in_batches() {
+    bounded(60, || {
+        let rt = runtime(2, "batches");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (senders, handles) = sleeping_receivers(&rt, 200, &ran);
+        // Far more than one batch: the first ones reach the idle worker, and run there,
+        // while this poll still spins.
+        let waker = rt.spawn(wake_all_then_spin(
+            senders,
+            ran.clone(),
+            Duration::from_secs(20),
+        ));
+        assert!(
+            rt.block_on(waker).unwrap() > 0,
+            "no woken process ran during a long poll that woke 200 of them"
+        );
+        for handle in handles {
+            rt.block_on(handle).unwrap();
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 200);
+    });
+}
+
 // ---------------------------------------------------------------------------------------
 // Shutdown
 // ---------------------------------------------------------------------------------------

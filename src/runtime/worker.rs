@@ -6,7 +6,10 @@
 //!    outside the pool is never starved by local work);
 //! 2. its handoff slot: the process the last poll woke or spawned, so it runs next on the
 //!    same core with its message hot in cache; after [`MAX_CONSECUTIVE_HANDOFFS`] in a
-//!    row, the slot's occupant goes to the back of the queue if others wait there;
+//!    row, the slot's occupant goes to the back of the queue if others wait there. The
+//!    processes a poll pushes out of the slot (it woke or spawned several) are held
+//!    back, unseen by thieves, and go to the back of the queue together when the poll
+//!    ends, or as soon as [`DISPLACED_BATCH`] have gathered;
 //! 3. the head of its own FIFO queue;
 //! 4. a batch from the injector;
 //! 5. processes woken by timers that came due (the wheel is also advanced at every
@@ -19,9 +22,17 @@
 //! step 2 right after that poll returns, so it never holds a process while the worker
 //! parks. A process can wait in the slot only for the rest of the poll that woke it; a
 //! poll that blocks its thread for long delays that one process (it cannot be stolen
-//! from the slot), as tokio's LIFO slot does.
+//! from the slot), as tokio's LIFO slot does, and the fewer than [`DISPLACED_BATCH`]
+//! processes it pushed out of the slot.
+//!
+//! Holding those back is what keeps message passing between processes on one worker
+//! when it pays: a receiver that drains a buffer wakes one waiting sender per message
+//! (each message it takes makes room for one). Published one by one, every sender
+//! would be stolen by an idle worker at once, send one message into the full buffer
+//! from the other core, and block again: one steal and a round of cache misses per
+//! message. Published when the receiver blocks, they refill the buffer in a batch.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use event_listener::{Listener, listener};
 
@@ -34,8 +45,8 @@ use crate::runtime::{Handle, Schedule, Shared, context};
 use crate::task::Notified;
 use crate::time::timers::ParkTimeout;
 use crate::tuning::{
-    GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS,
-    TIGHT_SPIN_ROUNDS,
+    DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS,
+    SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS,
 };
 
 #[cfg(all(test, loom))]
@@ -51,6 +62,9 @@ pub(crate) struct Local {
     handoff: Cell<Option<Notified>>,
     /// Processes run from the slot in a row.
     handoff_streak: Cell<u32>,
+    /// Processes the current poll pushed out of the slot, not yet in the queue (module
+    /// docs); empty between polls. Its capacity is reserved once.
+    displaced: RefCell<Vec<Notified>>,
     /// Scheduling ticks, for the periodic injector check.
     tick: Cell<u32>,
     /// This worker counts in `Idle`'s searching count.
@@ -81,6 +95,7 @@ impl Local {
             queue,
             handoff: Cell::new(None),
             handoff_streak: Cell::new(0),
+            displaced: RefCell::new(Vec::with_capacity(DISPLACED_BATCH)),
             tick: Cell::new(0),
             searching: Cell::new(false),
             polling: Cell::new(false),
@@ -120,8 +135,14 @@ impl Local {
             Schedule::Yield => self.queue.push(entry),
             Schedule::Wake | Schedule::Spawn if self.polling.get() => {
                 if let Some(previous) = self.handoff.replace(Some(entry)) {
-                    self.queue.push(previous);
-                    self.shared.idle().notify_work();
+                    let full = {
+                        let mut displaced = self.displaced.borrow_mut();
+                        displaced.push(previous);
+                        displaced.len() >= DISPLACED_BATCH
+                    };
+                    if full {
+                        self.publish_displaced();
+                    }
                 }
             }
             Schedule::Wake | Schedule::Spawn => {
@@ -165,6 +186,21 @@ impl Local {
         self.polling.set(true);
         entry.run();
         self.polling.set(false);
+        self.publish_displaced();
+    }
+
+    /// Moves the processes pushed out of the handoff slot to the back of the queue, in
+    /// the order they were pushed out, where idle workers may take them.
+    fn publish_displaced(&self) {
+        let mut displaced = self.displaced.borrow_mut();
+        if displaced.is_empty() {
+            return;
+        }
+        for entry in displaced.drain(..) {
+            self.queue.push(entry);
+        }
+        drop(displaced);
+        self.shared.idle().notify_work();
     }
 
     fn next_task(&self) -> Option<Notified> {
@@ -323,6 +359,7 @@ impl Local {
     /// cancelled through the registry).
     fn drain(&self) {
         drop(self.handoff.take());
+        self.displaced.borrow_mut().clear();
         while let Some(entry) = self.queue.pop() {
             drop(entry);
         }
