@@ -8,7 +8,7 @@ use crate::alt::operation::Operation;
 use crate::chan::core::{Chan, Side};
 use crate::chan::error::{RecvError, SendError};
 use crate::chan::future::Outcome;
-use crate::chan::waiter::Waiter;
+use crate::chan::waiter::{LazyWaiter, Waiter};
 use crate::loom::cell::UnsafeCell;
 use crate::task::WaitOn;
 
@@ -16,7 +16,8 @@ use crate::task::WaitOn;
 /// or an `Arc` (the node a `Receiver` keeps for `poll_recv`).
 pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>> {
     chan: C,
-    waiter: Waiter<T>,
+    /// Built when the receive first waits.
+    waiter: LazyWaiter<T>,
     result: ResultCell<Result<T, RecvError>>,
 }
 
@@ -67,7 +68,7 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
         chan.note_use();
         RecvOp {
             chan,
-            waiter: Waiter::new(None),
+            waiter: LazyWaiter::new(),
             result: ResultCell::new(),
         }
     }
@@ -79,6 +80,24 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
     /// The outcome, once the choice completed this arm.
     pub(crate) fn take_result(&self) -> Option<Result<T, RecvError>> {
         self.result.take()
+    }
+
+    /// The entry to link, built now if this is the receive's first wait.
+    ///
+    /// # Safety
+    /// Called by the owner, with the entry unlinked.
+    unsafe fn entry(&self) -> NonNull<Waiter<T>> {
+        // SAFETY: per the caller.
+        unsafe { self.waiter.get_or_build() }
+    }
+
+    /// The entry, if the receive ever waited.
+    ///
+    /// # Safety
+    /// Called by the owner.
+    unsafe fn built_entry(&self) -> Option<NonNull<Waiter<T>>> {
+        // SAFETY: per the caller.
+        unsafe { self.waiter.get() }
     }
 }
 
@@ -118,6 +137,22 @@ impl<'a, T> SendOp<'a, T> {
     /// The outcome, once the choice completed this arm.
     pub(crate) fn take_result(&self) -> Option<Result<(), SendError<T>>> {
         self.result.take()
+    }
+
+    /// The entry to link: a send's is built with it, holding the value.
+    ///
+    /// # Safety
+    /// None beyond `RecvOp::entry`'s; `unsafe` for the macro's sake.
+    unsafe fn entry(&self) -> NonNull<Waiter<T>> {
+        NonNull::from(&self.waiter)
+    }
+
+    /// The entry (always built).
+    ///
+    /// # Safety
+    /// As for `entry`.
+    unsafe fn built_entry(&self) -> Option<NonNull<Waiter<T>>> {
+        Some(NonNull::from(&self.waiter))
     }
 }
 
@@ -223,27 +258,27 @@ macro_rules! channel_lock {
     };
 }
 
-/// Linking a receive's or a send's entry in its side's wait list.
+/// Linking a receive's or a send's entry in its side's wait list (its `entry` to link,
+/// its `built_entry` if it has one).
 macro_rules! wait_list_entry {
     ($side:expr) => {
         unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, wakes: &mut Wakes) {
             // SAFETY: the caller holds the lock; the op is pinned and unregisters before
             // it is dropped (the choice's contract), and `claim` outlives the
-            // registration.
+            // registration. The owner registers, with the entry unlinked.
             unsafe {
-                self.waiter.set_choice(claim, arm);
-                self.chan
-                    .state_mut()
-                    .register($side, NonNull::from(&self.waiter), wakes);
+                let entry = self.entry();
+                entry.as_ref().set_choice(claim, arm);
+                self.chan.state_mut().register($side, entry, wakes);
             }
         }
 
         unsafe fn unregister(&self) {
-            // SAFETY: the caller holds the lock.
+            // SAFETY: the caller holds the lock; only a built entry can be linked.
             unsafe {
-                self.chan
-                    .state_mut()
-                    .unregister($side, NonNull::from(&self.waiter))
+                if let Some(entry) = self.built_entry() {
+                    self.chan.state_mut().unregister($side, entry)
+                }
             }
         }
     };
@@ -259,8 +294,10 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
     }
 
     unsafe fn take_fired(&self) {
+        // SAFETY: owner-only; an entry that fired was built (to be linked).
+        let entry = unsafe { self.built_entry() }.expect("csp: a receive fired unregistered");
         // SAFETY: the claim fired this arm: the slot is the owner's again.
-        let value = unsafe { self.waiter.with_slot(Option::take) };
+        let value = unsafe { entry.as_ref().with_slot(Option::take) };
         self.result.set(value.ok_or(RecvError));
     }
 

@@ -6,6 +6,7 @@
 //! entry under that lock before the memory goes, so no claimer can touch freed memory.
 
 use std::marker::PhantomPinned;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 use crate::alt::claim::Claim;
@@ -109,6 +110,80 @@ impl<T> Waiter<T> {
         };
         // SAFETY: exclusive per the caller's contract.
         slot.with_mut(|slot| f(unsafe { &mut *slot }))
+    }
+}
+
+/// A [`Waiter`] built in place the first time its operation registers. Most operations
+/// complete at once and never wait, and an `alt!` builds one operation per arm on every
+/// pass: building the entry only for those that wait saves its stores (and the copy
+/// of them into the process's state) everywhere else.
+pub(crate) struct LazyWaiter<T> {
+    /// Whether `waiter` holds an entry: set once, by the owner.
+    built: UnsafeCell<bool>,
+    waiter: UnsafeCell<MaybeUninit<Waiter<T>>>,
+}
+
+// SAFETY: as for `Waiter`: the entry is reached from other threads only under its
+// channel's lock, and `built` only by the owner.
+unsafe impl<T: Send> Send for LazyWaiter<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for LazyWaiter<T> {}
+
+impl<T> LazyWaiter<T> {
+    #[inline]
+    pub(crate) fn new() -> LazyWaiter<T> {
+        LazyWaiter {
+            built: UnsafeCell::new(false),
+            waiter: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// Where the entry is (built or not).
+    #[inline]
+    fn place(&self) -> NonNull<Waiter<T>> {
+        // SAFETY: a cell's address is never null, and `MaybeUninit<Waiter<T>>` is laid
+        // out as `Waiter<T>`.
+        self.waiter
+            .with_mut(|waiter| unsafe { NonNull::new_unchecked(waiter.cast::<Waiter<T>>()) })
+    }
+
+    /// The entry, built (empty and unlinked) if it was not yet.
+    ///
+    /// # Safety
+    /// Only the operation's owner calls this, and not while another reference to the
+    /// entry is in use (the entry is unlinked whenever it may not be built yet).
+    #[inline]
+    pub(crate) unsafe fn get_or_build(&self) -> NonNull<Waiter<T>> {
+        // SAFETY: owner-only, per the caller.
+        if !self.built.with(|built| unsafe { *built }) {
+            // SAFETY: not built, so nothing points at the memory yet.
+            unsafe { self.place().as_ptr().write(Waiter::new(None)) };
+            // SAFETY: owner-only.
+            self.built.with_mut(|built| unsafe { *built = true });
+        }
+        self.place()
+    }
+
+    /// The entry, if it was ever built (only a built one can be linked or fired).
+    ///
+    /// # Safety
+    /// Only the operation's owner calls this.
+    #[inline]
+    pub(crate) unsafe fn get(&self) -> Option<NonNull<Waiter<T>>> {
+        // SAFETY: owner-only, per the caller.
+        let built = self.built.with(|built| unsafe { *built });
+        built.then(|| self.place())
+    }
+}
+
+impl<T> Drop for LazyWaiter<T> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: the owner, and nobody else, reaches the entry now.
+        if let Some(waiter) = unsafe { self.get() } {
+            // SAFETY: built (initialized), unlinked (its operation's contract), and
+            // dropped once, here.
+            unsafe { std::ptr::drop_in_place(waiter.as_ptr()) };
+        }
     }
 }
 
