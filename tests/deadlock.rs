@@ -59,13 +59,11 @@ fn two_processes_each_waiting_for_the_other() {
                 let _keep = to_b;
                 from_b.recv().await
             });
-            let b = csp::spawn(async move {
+            let _b = csp::spawn(async move {
                 let _keep = to_a;
                 from_a.recv().await
             });
-            let (a_id, b_id) = (a.id(), b.id());
             let _ = a.await;
-            (a_id, b_id)
         });
         assert_eq!(report.matches("recv on channel #").count(), 2, "{report}");
         assert!(report.contains("the block_on future: waiting on join of process #"));
@@ -116,9 +114,7 @@ fn the_main_future_waiting_for_a_process_that_waits_forever() {
                 let _tx = tx;
                 rx.recv().await
             });
-            let id = stuck.id();
             let _ = stuck.await;
-            id
         });
         assert!(report.contains("the block_on future: waiting on join of process #"));
         assert!(report.contains("recv on channel #"));

@@ -20,24 +20,14 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::Duration;
 
-use csp::{JoinError, JoinHandle, ProcessState, Runtime, SendError, TryRecvError, TrySendError};
+use csp::{JoinError, JoinHandle, ProcessState, SendError, TryRecvError, TrySendError};
 
 mod common;
 
 use common::{
     Counter, CountingWaker, PanicOnDrop, Tracked, bounded, counted, panic_message, pending_counted,
-    poll_once, runtime, wait_until,
+    poll_once, runtime, wait_for_state, wait_until,
 };
-
-/// Waits until process `id` of `rt` sleeps (is waiting for a wake).
-#[track_caller]
-fn wait_sleeping(rt: &Runtime, id: u64) {
-    wait_until(10, &format!("process #{id} sleeps"), || {
-        rt.processes()
-            .iter()
-            .any(|p| p.id == id && p.state == ProcessState::Sleeping)
-    });
-}
 
 /// The panic message of a JoinError that must be a panic.
 #[track_caller]
@@ -107,7 +97,7 @@ fn a_panic_while_registered_in_an_alt_leaves_the_channels_working() {
                 fired
             }
         });
-        wait_sleeping(&rt, p.id());
+        wait_for_state(&rt, p.id(), ProcessState::Sleeping);
         // Nothing was ready: the alt is registered on all three channels.
         assert_eq!(drops.get(), 0);
         rt.block_on(bomb_tx.send(())).unwrap();
@@ -186,7 +176,7 @@ fn a_value_handed_to_an_alt_whose_process_panics_goes_back_to_the_channel() {
                 futures::join!(bomb, alt)
             }
         });
-        wait_sleeping(&rt, p.id());
+        wait_for_state(&rt, p.id(), ProcessState::Sleeping);
         assert_eq!(alt_polls.get(), 1, "registered once");
         // Both hand-overs in one poll of another process, before the waiting one runs
         // again (a waiting receiver takes a rendezvous try_send).
@@ -245,7 +235,7 @@ fn a_send_arm_that_fired_before_its_process_panicked_counts_as_delivered() {
             };
             futures::join!(bomb, alt)
         });
-        wait_sleeping(&rt, p.id());
+        wait_for_state(&rt, p.id(), ProcessState::Sleeping);
         let making_both = rt.spawn(async move {
             let delivered = out_rx.try_recv().map(|t| t.value);
             (delivered, bomb_tx.try_send(()).is_ok(), out_rx)
@@ -315,7 +305,7 @@ fn a_panic_racing_a_handoff_to_an_alt_loses_and_duplicates_nothing() {
                 };
                 futures::join!(alt, bomb);
             });
-            wait_sleeping(&rt, waiter.id());
+            wait_for_state(&rt, waiter.id(), ProcessState::Sleeping);
             let base = round * 2;
             let sender = {
                 let drops = drops.clone();
@@ -433,8 +423,8 @@ fn a_panicking_drop_of_a_buffered_message_when_the_channel_goes() {
         });
         let (other, other_polls, other_drops) = pending_counted();
         let other = rt.spawn(other);
-        wait_sleeping(&rt, holder.id());
-        wait_sleeping(&rt, other.id());
+        wait_for_state(&rt, holder.id(), ProcessState::Sleeping);
+        wait_for_state(&rt, other.id(), ProcessState::Sleeping);
         drop(rt);
         assert_eq!((drops.get(), bombs.get()), (2, 1));
         assert!(tx.is_closed());
@@ -462,7 +452,7 @@ fn a_panicking_drop_of_a_message_handed_over_in_a_rendezvous() {
             drop(msg);
             "not reached"
         });
-        wait_sleeping(&rt, receiver.id());
+        wait_for_state(&rt, receiver.id(), ProcessState::Sleeping);
         let sender = {
             let (tx, drops, bombs) = (tx.clone(), drops.clone(), bombs.clone());
             rt.spawn(async move {
@@ -523,7 +513,7 @@ fn a_panicking_drop_of_a_message_in_a_cancelled_send() {
             let (tx, bombs) = (tx.clone(), bombs.clone());
             rt.spawn(async move { tx.send(Msg::Bomb(PanicOnDrop(bombs))).await.is_ok() })
         };
-        wait_sleeping(&rt, waiting.id());
+        wait_for_state(&rt, waiting.id(), ProcessState::Sleeping);
         waiting.abort();
         let result = rt.block_on(waiting);
         assert_eq!(
@@ -603,7 +593,7 @@ fn wakers_called_after_their_runtime_was_dropped() {
             Poll::Ready(())
         }));
         for h in &handles {
-            wait_sleeping(&rt, h.id());
+            wait_for_state(&rt, h.id(), ProcessState::Sleeping);
         }
 
         // Threads hammer clones of the wakers while the runtime drops, and after.
@@ -732,7 +722,7 @@ fn a_runtime_dropped_while_its_processes_block_on_channels_held_by_threads() {
             }));
         }
         for p in &processes {
-            wait_sleeping(&rt, p.id());
+            wait_for_state(&rt, p.id(), ProcessState::Sleeping);
         }
 
         let receiver = thread::spawn(move || from_process.recv_blocking().map(|t| t.value));
@@ -927,8 +917,8 @@ fn shutdown_timeout_with_a_process_that_never_yields() {
                 csp::sleep(Duration::from_secs(3600)).await;
             })
         };
-        wait_sleeping(&rt, waiting.id());
-        wait_sleeping(&rt, sleeping.id());
+        wait_for_state(&rt, waiting.id(), ProcessState::Sleeping);
+        wait_for_state(&rt, sleeping.id(), ProcessState::Sleeping);
 
         rt.shutdown_timeout(Duration::from_millis(200));
 

@@ -13,7 +13,10 @@ use futures::FutureExt;
 
 mod common;
 
-use common::{Counter, Rng, Tracked, bounded, panic_message, runtime, thread_name, wait_until};
+use common::{
+    Counter, Rng, Tracked, bounded, panic_message, runtime, thread_name, wait_until,
+    wait_until_no_process,
+};
 
 /// Yields `n` times, so that a branch ends after others have had a chance to run.
 async fn yield_times(n: u64) {
@@ -296,9 +299,7 @@ fn dropping_a_pending_par_aborts_every_branch() {
         });
         // The block_on future, and the par! in it, are gone.
         wait_until(10, "both endless branches are dropped", || drops.get() == 2);
-        wait_until(10, "no process is left", || {
-            rt.metrics().processes_alive == 0
-        });
+        wait_until_no_process(&rt, 10);
     });
 }
 
@@ -318,9 +319,7 @@ fn aborting_the_process_of_a_replicated_par_aborts_every_branch() {
         caller.abort();
         assert!(rt.block_on(caller).unwrap_err().is_cancelled());
         wait_until(10, "every branch is dropped", || drops.get() == 16);
-        wait_until(10, "no process is left", || {
-            rt.metrics().processes_alive == 0
-        });
+        wait_until_no_process(&rt, 10);
     });
 }
 

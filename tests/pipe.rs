@@ -14,7 +14,7 @@ use futures::StreamExt;
 
 mod common;
 
-use common::{Counter, Tracked, bounded, runtime, wait_until};
+use common::{Counter, Tracked, bounded, runtime, wait_until, wait_until_no_process};
 
 /// Seconds a test may take before the watchdog fails it.
 const LIMIT: u64 = 20;
@@ -43,14 +43,6 @@ fn tracked(made: &Counter, drops: &Counter, alive: Tracked) -> Receiver<Tracked>
             }
         }
     })
-}
-
-/// Waits until `rt` has no live process left.
-#[track_caller]
-fn wait_until_all_ended(rt: &Runtime) {
-    wait_until(LIMIT, "every process of the pipeline ended", || {
-        rt.metrics().processes_alive == 0
-    });
 }
 
 /// Waits until every live process of `rt` (there are `n`) sleeps: the pipeline is full.
@@ -82,7 +74,7 @@ fn producer_sends_what_its_function_sends_then_closes() {
                 "stages are joined by rendezvous channels"
             );
         });
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
@@ -93,7 +85,7 @@ fn map_applies_its_function_in_order() {
         let out: Vec<String> = rt.block_on(pipe::map(numbers(100), |i| format!("#{i}")).collect());
         let expected: Vec<String> = (0..100).map(|i| format!("#{i}")).collect();
         assert_eq!(out, expected);
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
@@ -121,7 +113,7 @@ fn filter_keeps_matching_values_in_order() {
         assert_eq!(kept, [3, 10, 17, 24, 31, 38, 45]);
         let none: Vec<u64> = rt.block_on(pipe::filter(numbers(50), |_| false).collect());
         assert!(none.is_empty());
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
@@ -133,7 +125,7 @@ fn buffer_passes_values_on_in_order() {
             let out: Vec<u64> = rt.block_on(pipe::buffer(numbers(20), n).collect());
             assert_eq!(out, (0..20).collect::<Vec<_>>(), "buffer({n})");
         }
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
@@ -166,7 +158,7 @@ fn merge_passes_on_every_value_keeping_each_inputs_order() {
         assert_eq!(seen[&0], (0..30).collect::<Vec<_>>());
         assert_eq!(seen[&1], (0..5).collect::<Vec<_>>());
         assert_eq!(seen[&2], (0..100).collect::<Vec<_>>());
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
@@ -176,7 +168,7 @@ fn merge_of_nothing_closes_at_once() {
         let rt = runtime(2, "merge-none");
         let out: Vec<u64> = rt.block_on(pipe::merge::<u64>(Vec::new()).collect());
         assert!(out.is_empty());
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
@@ -203,7 +195,7 @@ fn merge_interleaves_fairly() {
                 "producer {tag} got {count} of the first {N} values: {counts:?}"
             );
         }
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
@@ -221,7 +213,7 @@ fn a_pipeline_runs_on_the_current_runtime_and_reports_its_call_sites() {
             assert_eq!(p.spawned_at.file(), file!(), "process {}", p.id);
         }
         drop(tail);
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
@@ -267,7 +259,7 @@ fn dropping_the_tail_ends_every_stage_and_drops_every_value_once() {
         assert_eq!(ended.get(), 0);
 
         drop(tail);
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
         assert_eq!(ended.get(), 4, "every stage's closure was dropped");
         assert_eq!(
             drops.get(),
@@ -294,7 +286,7 @@ fn teardown_reaches_a_producer_blocked_in_send() {
         assert_eq!(made.get(), 5);
 
         drop(tail);
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
         assert_eq!(ended.get(), 1, "the producer ended");
         assert_eq!(
             drops.get(),
@@ -320,7 +312,7 @@ fn teardown_reaches_a_stage_waiting_for_input() {
         });
         wait_until_all_sleep(&rt, 4);
         drop(tail);
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
         assert_eq!(ended.get(), 1, "the producer's future was dropped");
     });
 }
@@ -341,7 +333,7 @@ fn a_producer_ends_with_its_receivers_even_if_it_ignores_failed_sends() {
             });
             assert_eq!(rx.recv().await, Ok(1));
         });
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
         assert_eq!(ended.get(), 1);
     });
 }
@@ -366,7 +358,7 @@ fn closing_the_input_ends_every_stage_after_it() {
         drop(tx);
         let out: Vec<u64> = rt.block_on(tail.map(|t| t.value).collect::<Vec<_>>());
         assert_eq!(out, [1, 3, 5, 7, 9]);
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
         assert_eq!(drops.get(), made.get());
     });
 }
@@ -383,6 +375,6 @@ fn a_stage_whose_function_panics_closes_its_output() {
             .collect(),
         );
         assert_eq!(out, [0, 1, 2]);
-        wait_until_all_ended(&rt);
+        wait_until_no_process(&rt, LIMIT);
     });
 }

@@ -20,18 +20,8 @@ mod common;
 
 use common::{
     Counter, CountingWaker, PanicOnDrop, Tracked, bounded, counted, panic_message, pending_counted,
-    poll_once, runtime, thread_name, wait_until,
+    poll_once, runtime, thread_name, wait_for_state, wait_until, wait_until_no_process,
 };
-
-/// Waits until the process `id` of `rt` is in the dump in `state`.
-#[track_caller]
-fn wait_for_state(rt: &Runtime, id: u64, state: ProcessState) {
-    wait_until(10, &format!("process #{id} is {state:?}"), || {
-        rt.processes()
-            .iter()
-            .any(|p| p.id == id && p.state == state)
-    });
-}
 
 /// A flag a process can wait on: set from anywhere, wakes the waiting process.
 #[derive(Default)]
@@ -179,9 +169,7 @@ fn a_million_processes_complete() {
         let m = rt.metrics();
         assert_eq!(m.spawned, N as u64 + 1);
         assert!(m.polls >= m.spawned);
-        wait_until(10, "every process left the registry", || {
-            rt.metrics().processes_alive == 0
-        });
+        wait_until_no_process(&rt, 10);
     });
 }
 
@@ -613,9 +601,7 @@ fn abort_many_at_once() {
                 wait_until(10, "each future dropped", || drops.get() == 1);
             }
         }
-        wait_until(10, "nothing is left alive", || {
-            rt.metrics().processes_alive == 0
-        });
+        wait_until_no_process(&rt, 10);
     });
 }
 
@@ -2081,9 +2067,7 @@ fn metrics_count_spawns_polls_and_live_processes() {
         let m = rt.metrics();
         assert_eq!(m.spawned, 60);
         assert!(m.polls >= 60, "{m:?}");
-        wait_until(10, "processes_alive returns to 0", || {
-            rt.metrics().processes_alive == 0
-        });
+        wait_until_no_process(&rt, 10);
 
         // Live processes are counted while they live.
         let pending: Vec<_> = (0..7)
@@ -2097,9 +2081,7 @@ fn metrics_count_spawns_polls_and_live_processes() {
         for h in pending {
             rt.block_on(h).unwrap_err();
         }
-        wait_until(10, "processes_alive returns to 0", || {
-            rt.metrics().processes_alive == 0
-        });
+        wait_until_no_process(&rt, 10);
         // spawn_blocking closures are not processes.
         rt.block_on(rt.handle().spawn_blocking(|| ())).unwrap();
         assert_eq!(rt.metrics().spawned, 67);

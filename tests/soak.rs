@@ -41,7 +41,7 @@ use futures::StreamExt;
 
 mod common;
 
-use common::{Rng, bounded, panic_message};
+use common::{Rng, bounded, panic_message, runtime};
 
 /// The default time budget, in seconds.
 const DEFAULT_SECS: u64 = 4;
@@ -99,7 +99,7 @@ fn run(seed: u64, budget: Duration) -> Report {
     let baseline = settle();
     let started = Instant::now();
     let shared = Arc::new(Shared::default());
-    let rt = runtime();
+    let rt = runtime(WORKERS, "soak");
     let waves = {
         let shared = shared.clone();
         rt.block_on(async move {
@@ -182,7 +182,7 @@ fn run(seed: u64, budget: Duration) -> Report {
 /// so both counts include what this thread keeps for its life once it has run a
 /// runtime (its parker, thread locals).
 fn warm_up() {
-    let rt = runtime();
+    let rt = runtime(WORKERS, "soak");
     rt.block_on(async {
         let handles: Vec<_> = (0..WARM_UP_PROCESSES)
             .map(|_| csp::spawn(async { csp::sleep(Duration::from_millis(1)).await }))
@@ -212,14 +212,6 @@ fn settle() -> isize {
         live = now;
     }
     live
-}
-
-fn runtime() -> csp::Runtime {
-    csp::Runtime::builder()
-        .worker_threads(WORKERS)
-        .thread_name("soak")
-        .build()
-        .expect("build the runtime")
 }
 
 fn env_u64(name: &str) -> Option<u64> {

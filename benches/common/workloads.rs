@@ -1,6 +1,7 @@
 //! The workloads, shared by the criterion benches (`benches/runtime.rs` for
-//! [`WORKLOADS`], `benches/channels.rs` for [`CHANNEL_WORKLOADS`]) and the `vs_tokio`
-//! example, which include this file with `#[path]`.
+//! [`WORKLOADS`], `benches/channels.rs` for [`CHANNEL_WORKLOADS`], `benches/timers.rs` for
+//! [`TIMER_WORKLOADS`]) and the `vs_tokio` example, which include this file with
+//! `#[path]`.
 //!
 //! Each workload is written once, generic over [`Executor`], and instantiated for csp and
 //! for tokio, so both runtimes run exactly the same shape of work. A workload runs one
@@ -296,8 +297,9 @@ pub struct Workload {
 /// elements (messages, spawns, yields); sampling is flat, as an iteration takes
 /// milliseconds to seconds.
 pub fn bench_groups(c: &mut criterion::Criterion, workloads: &[Workload]) {
-    let csp = csp::Runtime::with_workers(worker_threads());
-    let tokio = tokio::runtime::Runtime::with_workers(worker_threads());
+    let workers = worker_threads();
+    let csp = csp::Runtime::with_workers(workers);
+    let tokio = tokio::runtime::Runtime::with_workers(workers);
     for workload in workloads {
         let mut group = c.benchmark_group(workload.name);
         group.sampling_mode(criterion::SamplingMode::Flat);

@@ -220,9 +220,6 @@ impl Plan {
 /// `pub` only so that the `alt!` future, public for the macros, can name it in its
 /// bounds; the module is private, so nothing outside the crate implements it.
 pub trait Timeout {
-    /// Starts the clock, at the choice's first poll (later calls change nothing).
-    fn start(&mut self);
-
     /// True if the choice has a timeout.
     fn is_set(&self) -> bool;
 
@@ -239,9 +236,6 @@ pub struct NoDeadline;
 
 impl Timeout for NoDeadline {
     #[inline]
-    fn start(&mut self) {}
-
-    #[inline]
     fn is_set(&self) -> bool {
         false
     }
@@ -252,14 +246,15 @@ impl Timeout for NoDeadline {
     }
 }
 
-/// A choice's timeout (an `after` arm, `Select::timeout`): measured from the choice's
-/// first poll, with a timer that goes into the wheel only if the choice waits (DESIGN.md:
-/// a fixed `alt!` allocates nothing per iteration). The timer never claims the flag; on
-/// expiry the choice withdraws ([`Choice::poll_until`]).
+/// A choice's timeout (an `after` arm, `Select::timeout`): measured from the first poll
+/// that finds no arm ready, the one that starts the timer, so a choice that completes at
+/// once never makes one; the timer goes into the wheel only when the choice waits
+/// (DESIGN.md: a fixed `alt!` allocates nothing per iteration). The timer never claims the
+/// flag; on expiry the choice withdraws ([`Choice::poll_until`]).
 #[derive(Debug)]
 pub struct Deadline {
     after: Option<Duration>,
-    /// Started by the first poll; its wheel entry lives inside it, so it stays pinned.
+    /// Started by the first `poll`; its wheel entry lives inside it, so it stays pinned.
     timer: Option<Sleep>,
 }
 
@@ -271,18 +266,15 @@ impl Deadline {
 }
 
 impl Timeout for Deadline {
-    fn start(&mut self) {
-        if let (Some(after), None) = (self.after, &self.timer) {
-            // Written only while `None`: no pinned timer is overwritten.
-            self.timer = Some(sleep(after));
-        }
-    }
-
     fn is_set(&self) -> bool {
         self.after.is_some()
     }
 
     unsafe fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if let (Some(after), None) = (self.after, &self.timer) {
+            // Written only while `None`: no pinned timer is overwritten.
+            self.timer = Some(sleep(after));
+        }
         match &mut self.timer {
             // SAFETY: pinned, per the caller.
             Some(timer) => unsafe { Pin::new_unchecked(timer) }.poll(cx),
@@ -335,7 +327,7 @@ impl Choice {
     /// # Safety
     /// `self` stays pinned, and `arms` and `plan` unchanged, until this returns `Ready`
     /// or [`cancel`](Self::cancel) is called.
-    pub(crate) unsafe fn poll<A: ArmSet + ?Sized>(
+    unsafe fn poll<A: ArmSet + ?Sized>(
         &mut self,
         arms: &A,
         plan: &mut Plan,
@@ -375,6 +367,16 @@ impl Choice {
         deadline: &mut D,
         cx: &mut Context<'_>,
     ) -> Poll<Option<usize>> {
+        if self.waiting && self.claim.seen() == Seen::Pending {
+            // Most likely woken by the timer: if the time is up, withdraw at once (one
+            // pass over the locks, not two); a claim that beat the withdrawal still wins.
+            // SAFETY: per the caller.
+            if unsafe { deadline.poll(cx) }.is_ready() {
+                return Poll::Ready(self.withdraw(arms, plan));
+            }
+            // SAFETY: per the caller.
+            return unsafe { self.poll(arms, plan, cx) }.map(Some);
+        }
         // SAFETY: per the caller.
         if let Poll::Ready(fired) = unsafe { self.poll(arms, plan, cx) } {
             return Poll::Ready(Some(fired));
@@ -447,7 +449,7 @@ impl Choice {
     /// Stops waiting: afterwards no arm can fire. Returns the arm that fired before
     /// that, if any, with its outcome taken (as `poll` would have returned it); `None`
     /// if none did (or the choice was not waiting).
-    pub(crate) fn withdraw<A: ArmSet + ?Sized>(&mut self, arms: &A, plan: &Plan) -> Option<usize> {
+    fn withdraw<A: ArmSet + ?Sized>(&mut self, arms: &A, plan: &Plan) -> Option<usize> {
         if !self.waiting {
             return None;
         }

@@ -25,7 +25,7 @@ pub const DEFAULT: usize = usize::MAX;
 pub const AFTER: usize = usize::MAX - 1;
 
 /// A type-erased reference to an arm, for [`alt`]: one operation, or the many of a
-/// `recv_any` arm.
+/// `recv_any` or `send_any` arm.
 #[derive(Clone, Copy)]
 pub struct ArmRef<'a>(Slot<'a>);
 
@@ -35,7 +35,7 @@ enum Slot<'a> {
     Many(&'a dyn ManyArms),
 }
 
-/// The operations of a `recv_any` arm.
+/// The operations of a `recv_any` or `send_any` arm.
 trait ManyArms {
     fn len(&self) -> usize;
     fn get(&self, i: usize) -> &dyn Operation;
@@ -169,7 +169,7 @@ impl<'a, T> RecvAnyArm<'a, T> {
 
     /// The arm, for [`alt`].
     pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(Slot::Many(self))
+        ArmRef(Slot::Many(&self.0))
     }
 
     /// The outcome of the receive on the `i`th channel, which fired.
@@ -207,7 +207,7 @@ impl<'a, T> SendAnyArm<'a, T> {
 
     /// The arm, for [`alt`].
     pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(Slot::Many(self))
+        ArmRef(Slot::Many(&self.ops))
     }
 
     /// The outcome of the send on the `i`th channel, which fired.
@@ -218,32 +218,22 @@ impl<'a, T> SendAnyArm<'a, T> {
     }
 }
 
-impl<T> ManyArms for SendAnyArm<'_, T> {
+impl<O: Operation> ManyArms for Vec<O> {
     fn len(&self) -> usize {
-        self.ops.len()
+        self.len()
     }
 
     fn get(&self, i: usize) -> &dyn Operation {
-        &self.ops[i]
-    }
-}
-
-impl<T> ManyArms for RecvAnyArm<'_, T> {
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn get(&self, i: usize) -> &dyn Operation {
-        &self.0[i]
+        &self[i]
     }
 }
 
 /// The arms of an `alt!`, as the choice engine sees them: one index per operation,
-/// a `recv_any` arm's operations side by side.
+/// a `recv_any` or `send_any` arm's operations side by side.
 struct Arms<'a, const N: usize> {
     arms: [Option<ArmRef<'a>>; N],
     /// The engine index of each arm's first operation; `None` when every arm has one
-    /// operation (no `recv_any`), so engine indices are arm positions.
+    /// operation (no `recv_any` or `send_any`), so engine indices are arm positions.
     starts: Option<[usize; N]>,
     /// Operations in all.
     count: usize,
@@ -307,8 +297,8 @@ impl<const N: usize> ArmSet for Arms<'_, N> {
 
 /// A choice among `arms` (`None`: disabled by its guard): fair, or `biased` to the
 /// first ready arm; with `has_default`, resolves to [`DEFAULT`] instead of waiting.
-/// Resolves to the fired arm's position as written and, for a `recv_any` arm, the
-/// position of the channel within it (0 otherwise).
+/// Resolves to the fired arm's position as written and, for a `recv_any` or `send_any`
+/// arm, the position of the channel within it (0 otherwise).
 #[inline]
 pub fn alt<const N: usize>(
     arms: [Option<ArmRef<'_>>; N],
@@ -319,7 +309,8 @@ pub fn alt<const N: usize>(
 }
 
 /// As [`alt`], with an `after` arm: resolves to [`AFTER`] once `after` has passed since
-/// its first poll with no arm fired (`None`: the arm's guard is false).
+/// its first poll found no arm ready, with no arm fired since (`None`: the arm's guard
+/// is false).
 #[inline]
 pub fn alt_after<const N: usize>(
     arms: [Option<ArmRef<'_>>; N],
@@ -330,8 +321,8 @@ pub fn alt_after<const N: usize>(
     AltFuture::new(arms, biased, has_default, Deadline::new(after))
 }
 
-/// The future of an `alt!`: the arm that fired (and the channel within a `recv_any`
-/// arm), [`DEFAULT`] or [`AFTER`]. `D` is its `after` arm, if it has one.
+/// The future of an `alt!`: the arm that fired (and the channel within a `recv_any` or
+/// `send_any` arm), [`DEFAULT`] or [`AFTER`]. `D` is its `after` arm, if it has one.
 #[must_use = "futures do nothing unless polled"]
 pub struct AltFuture<'a, const N: usize, D: Timeout> {
     arms: Arms<'a, N>,
@@ -367,7 +358,6 @@ impl<const N: usize, D: Timeout> Future for AltFuture<'_, N, D> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(usize, usize)> {
         // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
-        this.deadline.start();
         if !this.choice.is_waiting() {
             let any = this.plan.prepare(&this.arms, this.biased);
             if this.has_default {

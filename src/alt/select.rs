@@ -347,7 +347,6 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
         // SAFETY: nothing is moved out of the pinned future: `choice` and `deadline` stay
         // in place, and `select` is a reference, taken only when the choice is done.
         let this = unsafe { self.get_unchecked_mut() };
-        this.deadline.start();
         let select = this
             .select
             .as_mut()

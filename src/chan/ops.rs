@@ -60,7 +60,8 @@ impl<R> ResultCell<R> {
 /// Waiting for the channel to close.
 pub(crate) struct ClosedOp<'a, T> {
     chan: &'a Chan<T>,
-    waiter: Waiter<()>,
+    /// Built when the watch first waits.
+    waiter: LazyWaiter<()>,
 }
 
 impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
@@ -140,19 +141,13 @@ impl<'a, T> SendOp<'a, T> {
     }
 
     /// The entry to link: a send's is built with it, holding the value.
-    ///
-    /// # Safety
-    /// None beyond `RecvOp::entry`'s; `unsafe` for the macro's sake.
-    unsafe fn entry(&self) -> NonNull<Waiter<T>> {
+    fn entry(&self) -> NonNull<Waiter<T>> {
         NonNull::from(&self.waiter)
     }
 
     /// The entry (always built).
-    ///
-    /// # Safety
-    /// As for `entry`.
-    unsafe fn built_entry(&self) -> Option<NonNull<Waiter<T>>> {
-        Some(NonNull::from(&self.waiter))
+    fn built_entry(&self) -> Option<NonNull<Waiter<T>>> {
+        Some(self.entry())
     }
 }
 
@@ -177,7 +172,7 @@ impl<'a, T> ClosedOp<'a, T> {
         chan.note_use();
         ClosedOp {
             chan,
-            waiter: Waiter::new(None),
+            waiter: LazyWaiter::new(),
         }
     }
 }
@@ -411,14 +406,19 @@ impl<T> Operation for ClosedOp<'_, T> {
     unsafe fn register(&self, claim: NonNull<Claim>, arm: usize, _wakes: &mut Wakes) {
         // SAFETY: as for `wait_list_entry!`'s `register`.
         unsafe {
-            self.waiter.set_choice(claim, arm);
-            self.chan.state_mut().watch(NonNull::from(&self.waiter));
+            let entry = self.waiter.get_or_build();
+            entry.as_ref().set_choice(claim, arm);
+            self.chan.state_mut().watch(entry);
         }
     }
 
     unsafe fn unregister(&self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.chan.state_mut().unwatch(NonNull::from(&self.waiter)) }
+        // SAFETY: the caller holds the lock; only a built entry can be linked.
+        unsafe {
+            if let Some(entry) = self.waiter.get() {
+                self.chan.state_mut().unwatch(entry)
+            }
+        }
     }
 
     unsafe fn take_fired(&self) {}

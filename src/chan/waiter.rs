@@ -6,7 +6,6 @@
 //! entry under that lock before the memory goes, so no claimer can touch freed memory.
 
 use std::marker::PhantomPinned;
-use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 use crate::alt::claim::Claim;
@@ -117,51 +116,25 @@ impl<T> Waiter<T> {
 /// complete at once and never wait, and an `alt!` builds one operation per arm on every
 /// pass: building the entry only for those that wait saves its stores (and the copy
 /// of them into the process's state) everywhere else.
-pub(crate) struct LazyWaiter<T> {
-    /// Whether `waiter` holds an entry: set once, by the owner.
-    built: UnsafeCell<bool>,
-    waiter: UnsafeCell<MaybeUninit<Waiter<T>>>,
-}
-
-// SAFETY: as for `Waiter`: the entry is reached from other threads only under its
-// channel's lock, and `built` only by the owner.
-unsafe impl<T: Send> Send for LazyWaiter<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Sync for LazyWaiter<T> {}
+pub(crate) struct LazyWaiter<T>(UnsafeCell<Option<Waiter<T>>>);
 
 impl<T> LazyWaiter<T> {
     #[inline]
     pub(crate) fn new() -> LazyWaiter<T> {
-        LazyWaiter {
-            built: UnsafeCell::new(false),
-            waiter: UnsafeCell::new(MaybeUninit::uninit()),
-        }
-    }
-
-    /// Where the entry is (built or not).
-    #[inline]
-    fn place(&self) -> NonNull<Waiter<T>> {
-        // SAFETY: a cell's address is never null, and `MaybeUninit<Waiter<T>>` is laid
-        // out as `Waiter<T>`.
-        self.waiter
-            .with_mut(|waiter| unsafe { NonNull::new_unchecked(waiter.cast::<Waiter<T>>()) })
+        LazyWaiter(UnsafeCell::new(None))
     }
 
     /// The entry, built (empty and unlinked) if it was not yet.
     ///
     /// # Safety
-    /// Only the operation's owner calls this, and not while another reference to the
-    /// entry is in use (the entry is unlinked whenever it may not be built yet).
+    /// Only the operation's owner calls this, with the entry unlinked (so no claimer is
+    /// using it).
     #[inline]
     pub(crate) unsafe fn get_or_build(&self) -> NonNull<Waiter<T>> {
-        // SAFETY: owner-only, per the caller.
-        if !self.built.with(|built| unsafe { *built }) {
-            // SAFETY: not built, so nothing points at the memory yet.
-            unsafe { self.place().as_ptr().write(Waiter::new(None)) };
-            // SAFETY: owner-only.
-            self.built.with_mut(|built| unsafe { *built = true });
-        }
-        self.place()
+        // SAFETY: per the caller, nobody else reaches the entry now.
+        self.0.with_mut(|entry| {
+            NonNull::from(unsafe { (*entry).get_or_insert_with(|| Waiter::new(None)) })
+        })
     }
 
     /// The entry, if it was ever built (only a built one can be linked or fired).
@@ -170,20 +143,10 @@ impl<T> LazyWaiter<T> {
     /// Only the operation's owner calls this.
     #[inline]
     pub(crate) unsafe fn get(&self) -> Option<NonNull<Waiter<T>>> {
-        // SAFETY: owner-only, per the caller.
-        let built = self.built.with(|built| unsafe { *built });
-        built.then(|| self.place())
-    }
-}
-
-impl<T> Drop for LazyWaiter<T> {
-    fn drop(&mut self) {
-        // SAFETY: `&mut self`: the owner, and nobody else, reaches the entry now.
-        if let Some(waiter) = unsafe { self.get() } {
-            // SAFETY: built (initialized), unlinked (its operation's contract), and
-            // dropped once, here.
-            unsafe { std::ptr::drop_in_place(waiter.as_ptr()) };
-        }
+        // SAFETY: a shared look by the owner, the only one who builds the entry; claimers
+        // reach only its fields, which are cells of their own.
+        self.0
+            .with(|entry| unsafe { (*entry).as_ref() }.map(NonNull::from))
     }
 }
 

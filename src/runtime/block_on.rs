@@ -67,27 +67,31 @@ impl Parker {
         }
     }
 
+    /// Consumes a wake that arrived, if one did.
+    fn take_notified(&self) -> bool {
+        // Acquire: pairs with the Release in `unpark`.
+        self.notified.swap(false, Ordering::Acquire)
+    }
+
     /// Parks until unparked.
     fn park(&self) {
-        // Acquire: pairs with the Release in `unpark`.
-        while !self.notified.swap(false, Ordering::Acquire) {
+        while !self.take_notified() {
             thread::park();
         }
     }
 
-    /// Parks until unparked (true) or for `timeout` (false).
+    /// Parks until unparked (true) or for `timeout` (false). The caller has found no
+    /// wake waiting.
     fn park_timeout(&self, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            // Acquire: pairs with the Release in `unpark`.
-            if self.notified.swap(false, Ordering::Acquire) {
+            thread::park_timeout(deadline.saturating_duration_since(std::time::Instant::now()));
+            if self.take_notified() {
                 return true;
             }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
+            if std::time::Instant::now() >= deadline {
                 return false;
             }
-            thread::park_timeout(left);
         }
     }
 
@@ -227,10 +231,14 @@ pub(crate) fn block_on<F: Future>(handle: &Handle, future: F) -> F::Output {
     let _main = shared.main_future();
     let parker = Parker::new();
     run(&parker, future, shared.id(), |parker| {
-        let Some(grace) = shared.deadlock_grace() else {
+        let Some(grace) = shared.deadlock_grace else {
             return parker.park();
         };
         loop {
+            // A wake already here: no park, and no activity to sample.
+            if parker.take_notified() {
+                return;
+            }
             let activity = shared.activity();
             if parker.park_timeout(grace) {
                 return;

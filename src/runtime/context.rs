@@ -14,10 +14,9 @@ struct Context {
     worker: Cell<Option<NonNull<Local>>>,
     /// Set inside `block_on` and on blocking-pool threads.
     entered: RefCell<Option<Handle>>,
-    /// csp is polling a process or a `block_on` future on this thread.
-    polling: Cell<bool>,
-    /// The id of the runtime whose `block_on` future is being polled here (0: none).
-    polling_for: Cell<u64>,
+    /// Set while csp polls a `block_on` future (or a blocking call's) on this thread: the
+    /// id of the runtime it belongs to (0: none).
+    polling: Cell<Option<u64>>,
 }
 
 impl Context {
@@ -25,8 +24,17 @@ impl Context {
         Context {
             worker: Cell::new(None),
             entered: RefCell::new(None),
-            polling: Cell::new(false),
-            polling_for: Cell::new(0),
+            polling: Cell::new(None),
+        }
+    }
+
+    /// The id of the runtime whose process or `block_on` future this thread polls now
+    /// (`Some(0)`: a future no runtime counts as its own).
+    fn polling_runtime(&self) -> Option<u64> {
+        // SAFETY: as in `with_worker`.
+        match self.worker.get().map(|ptr| unsafe { ptr.as_ref() }) {
+            Some(local) if local.is_polling() => Some(local.shared().id()),
+            _ => self.polling.get(),
         }
     }
 }
@@ -64,22 +72,18 @@ pub(crate) fn current_handle() -> Option<Handle> {
 
 /// True while csp polls a process or a `block_on` future on this thread.
 pub(crate) fn is_polling() -> bool {
-    with_worker(|local| local.is_some_and(Local::is_polling))
-        || CONTEXT.try_with(|cx| cx.polling.get()).unwrap_or(false)
+    CONTEXT
+        .try_with(|cx| cx.polling_runtime().is_some())
+        .unwrap_or(false)
 }
 
 /// The id of the runtime whose process or `block_on` future this thread is polling; 0
 /// when it polls none (a plain thread, another executor, a blocking-pool closure).
 #[inline]
 pub(crate) fn polling_runtime() -> u64 {
-    if let Some(id) = with_worker(|local| {
-        local
-            .filter(|local| local.is_polling())
-            .map(|local| local.shared().id())
-    }) {
-        return id;
-    }
-    CONTEXT.try_with(|cx| cx.polling_for.get()).unwrap_or(0)
+    CONTEXT
+        .try_with(|cx| cx.polling_runtime().unwrap_or(0))
+        .unwrap_or(0)
 }
 
 /// Panics with advice if csp is polling on this thread: blocking it would stall every
@@ -133,20 +137,16 @@ impl Drop for EnterGuard {
 /// runtime `runtime` (an id), or with 0, a future no runtime counts as its own (a
 /// `send_blocking`).
 pub(crate) struct PollingGuard {
-    previous: (bool, u64),
+    previous: Option<u64>,
 }
 
 pub(crate) fn polling(runtime: u64) -> PollingGuard {
-    let previous = CONTEXT.with(|cx| (cx.polling.replace(true), cx.polling_for.replace(runtime)));
+    let previous = CONTEXT.with(|cx| cx.polling.replace(Some(runtime)));
     PollingGuard { previous }
 }
 
 impl Drop for PollingGuard {
     fn drop(&mut self) {
-        let (polling, runtime) = self.previous;
-        let _ = CONTEXT.try_with(|cx| {
-            cx.polling.set(polling);
-            cx.polling_for.set(runtime);
-        });
+        let _ = CONTEXT.try_with(|cx| cx.polling.set(self.previous));
     }
 }

@@ -23,7 +23,6 @@
 //! happening, so the hot paths pay nothing beyond counting foreign waker clones.
 
 use std::fmt::Write;
-use std::time::Duration;
 
 use crate::chan::foreign_epoch;
 use crate::loom::sync::atomic::Ordering;
@@ -45,11 +44,6 @@ impl Drop for MainFuture<'_> {
 }
 
 impl Shared {
-    /// The grace period, if deadlock detection is on.
-    pub(crate) fn deadlock_grace(&self) -> Option<Duration> {
-        self.deadlock_grace
-    }
-
     /// Registers a `block_on` future for as long as the guard lives.
     pub(crate) fn main_future(&self) -> MainFuture<'_> {
         // Relaxed: see `MainFuture::drop`.

@@ -17,7 +17,7 @@ mod blocking;
 mod builder;
 pub(crate) mod context;
 mod deadlock;
-pub(crate) mod default;
+mod default;
 mod handle;
 mod idle;
 mod info;

@@ -306,8 +306,15 @@ impl Local {
         idle.begin_park();
         listener!(idle.event() => listener);
         let was_last_searcher = idle.registered(self.searching.replace(false));
-        // The last look (idle.rs): work that arrived on our way to sleep.
-        if self.shared.has_work() || self.shared.is_shutdown() {
+        // The last look (idle.rs): work that arrived on our way to sleep. Then timers:
+        // fire what came due on the way, and arm the next deadline unless another parked
+        // worker waits for it (timers.rs).
+        let timeout = if self.shared.has_work() || self.shared.is_shutdown() {
+            ParkTimeout::Fired
+        } else {
+            self.shared.timers().before_park()
+        };
+        if timeout == ParkTimeout::Fired {
             idle.finish_park();
             if was_last_searcher {
                 // That work saw a searcher and woke nobody: this worker takes some, a
@@ -316,28 +323,17 @@ impl Local {
             }
             return;
         }
-        // Timers: fire what came due on the way, and arm the next deadline unless another
-        // parked worker waits for it (timers.rs).
-        let timeout = self.shared.timers().before_park();
-        if timeout == ParkTimeout::Fired {
-            idle.finish_park();
-            if was_last_searcher {
-                idle.notify_work();
-            }
-            return;
-        }
         bump(&self.counters().parks);
-        match timeout {
-            ParkTimeout::Until(tick) => {
-                match self.shared.timers().instant_of(tick) {
-                    Some(deadline) => {
-                        listener.wait_deadline(deadline);
-                    }
-                    None => listener.wait(),
+        if let ParkTimeout::Until(tick) = timeout {
+            match self.shared.timers().instant_of(tick) {
+                Some(deadline) => {
+                    listener.wait_deadline(deadline);
                 }
-                self.shared.timers().after_park(tick);
+                None => listener.wait(),
             }
-            ParkTimeout::Forever | ParkTimeout::Fired => listener.wait(),
+            self.shared.timers().after_park(tick);
+        } else {
+            listener.wait();
         }
         idle.finish_park();
         // Woken for new work: go and find it as a searcher.
@@ -359,7 +355,6 @@ impl Local {
     /// cancelled through the registry).
     fn drain(&self) {
         drop(self.handoff.take());
-        self.displaced.borrow_mut().clear();
         while let Some(entry) = self.queue.pop() {
             drop(entry);
         }

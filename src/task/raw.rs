@@ -99,11 +99,34 @@ impl RawTask {
         }
     }
 
+    /// Releases the reference of a waker held outside csp, which stops counting as one
+    /// in the same step; frees the process if it was the last.
+    ///
+    /// # Safety
+    /// As [`drop_reference`](Self::drop_reference).
+    pub(crate) unsafe fn drop_foreign_reference(self) {
+        if self.state().foreign_waker_release() {
+            // SAFETY: that was the last reference; nobody else can reach the process.
+            unsafe { (self.header().vtable.dealloc)(self.ptr) }
+        }
+    }
+
     /// Wakes the process, consuming one reference the caller holds (a `Waker`'s, or an
     /// internal one such as a channel entry's).
     #[inline]
     pub(crate) fn wake_by_val(self) {
-        match self.state().transition_to_notified_by_val() {
+        self.finish_wake_by_val(self.state().transition_to_notified_by_val());
+    }
+
+    /// As [`wake_by_val`](Self::wake_by_val), consuming the reference of a waker held
+    /// outside csp, which stops counting as one in the same step.
+    pub(crate) fn wake_foreign_by_val(self) {
+        self.finish_wake_by_val(self.state().transition_to_notified_by_foreign_val());
+    }
+
+    #[inline]
+    fn finish_wake_by_val(self, how: NotifyByVal) {
+        match how {
             // SAFETY: the caller's reference became the run queue entry's.
             NotifyByVal::Submit => unsafe { self.submit() },
             NotifyByVal::DoNothing => {}

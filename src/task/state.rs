@@ -136,6 +136,17 @@ impl Snapshot {
         (self.0 & FOREIGN_MASK) >> FOREIGN_SHIFT
     }
 
+    /// One foreign waker fewer, unless the count is saturated.
+    fn without_foreign_waker(self) -> Snapshot {
+        let count = self.foreign_wakers();
+        debug_assert!(count > 0, "{self:?}");
+        if count == FOREIGN_MAX || count == 0 {
+            self
+        } else {
+            Snapshot(self.0 - FOREIGN_ONE)
+        }
+    }
+
     /// The number of references.
     pub(crate) fn ref_count(self) -> usize {
         self.0 >> REF_SHIFT
@@ -354,7 +365,24 @@ impl State {
     /// A wake that consumes the waker's reference.
     #[inline]
     pub(crate) fn transition_to_notified_by_val(&self) -> NotifyByVal {
+        self.notified_by_val(false)
+    }
+
+    /// As [`transition_to_notified_by_val`](Self::transition_to_notified_by_val), by a
+    /// waker held outside csp: it stops counting in the same step, so deadlock detection
+    /// never sees the process asleep with no foreign waker while the wake is under way.
+    #[inline]
+    pub(crate) fn transition_to_notified_by_foreign_val(&self) -> NotifyByVal {
+        self.notified_by_val(true)
+    }
+
+    fn notified_by_val(&self, foreign: bool) -> NotifyByVal {
         self.update(|s| {
+            let s = if foreign {
+                s.without_foreign_waker()
+            } else {
+                s
+            };
             if !s.is_complete() && s.lifecycle() == SLEEPING {
                 // The waker's reference becomes the run queue entry's.
                 return (Some(s.with_lifecycle(QUEUED)), NotifyByVal::Submit);
@@ -485,28 +513,16 @@ impl State {
         }
     }
 
-    /// A foreign `Waker` clone is gone (dropped, or consumed by a wake, whose reference
-    /// the caller releases separately): one foreign waker fewer, unless saturated.
+    /// A `Waker` clone held outside csp is dropped: one foreign waker (unless saturated)
+    /// and one reference fewer, in one step; true if that was the last reference, and the
+    /// caller must free the process. AcqRel, as [`ref_dec`](Self::ref_dec).
+    #[must_use]
     #[inline]
-    pub(crate) fn foreign_waker_dec(&self) {
-        // Relaxed: see `foreign_waker_inc`.
-        let mut current = self.word.load(Ordering::Relaxed);
-        loop {
-            let count = Snapshot(current).foreign_wakers();
-            debug_assert!(count > 0, "{:?}", Snapshot(current));
-            if count == FOREIGN_MAX || count == 0 {
-                return;
-            }
-            match self.word.compare_exchange_weak(
-                current,
-                current - FOREIGN_ONE,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(actual) => current = actual,
-            }
-        }
+    pub(crate) fn foreign_waker_release(&self) -> bool {
+        self.update(|s| {
+            let next = Snapshot(s.without_foreign_waker().0 - REF_ONE);
+            (Some(next), next.ref_count() == 0)
+        })
     }
 
     /// Releases one reference; true if it was the last, and the caller must free the
@@ -543,8 +559,7 @@ mod tests {
         state.foreign_waker_inc();
         assert_eq!(state.load().foreign_wakers(), 2);
         assert_eq!(refs(&state), start + 2);
-        state.foreign_waker_dec();
-        assert!(!state.ref_dec());
+        assert!(!state.foreign_waker_release());
         assert_eq!(state.load().foreign_wakers(), 1);
         for _ in 0..FOREIGN_MAX + 10 {
             state.foreign_waker_inc();
@@ -555,7 +570,7 @@ mod tests {
             start + 1 + FOREIGN_MAX + 10,
             "references still count"
         );
-        state.foreign_waker_dec();
+        let _ = state.foreign_waker_release();
         assert_eq!(
             state.load().foreign_wakers(),
             FOREIGN_MAX,

@@ -84,24 +84,15 @@ unsafe fn clone_internal(data: *const ()) -> RawWaker {
 /// # Safety
 /// As `wake_by_val`.
 unsafe fn wake_foreign(data: *const ()) {
-    // SAFETY: called on a live csp waker; its reference is released at the end.
-    let raw = unsafe { raw_task(data) };
-    // Queued first, uncounted after: deadlock detection must never see the process
-    // asleep with no foreign waker while this wake is under way.
-    raw.wake_by_ref();
-    raw.state().foreign_waker_dec();
-    // SAFETY: the waker's reference, consumed by this wake.
-    unsafe { raw.drop_reference() }
+    // SAFETY: called on a live csp waker, whose reference this call consumes.
+    unsafe { raw_task(data) }.wake_foreign_by_val()
 }
 
 /// # Safety
 /// As `drop_waker`.
 unsafe fn drop_foreign(data: *const ()) {
     // SAFETY: called on a live csp waker, whose reference is released here.
-    let raw = unsafe { raw_task(data) };
-    raw.state().foreign_waker_dec();
-    // SAFETY: as above.
-    unsafe { raw.drop_reference() }
+    unsafe { raw_task(data).drop_foreign_reference() }
 }
 
 /// # Safety

@@ -73,12 +73,18 @@ pin_project! {
             if this.entry.has_fired() {
                 return;
             }
-            if let Some(runtime) = this.runtime {
-                // SAFETY: the entry is pinned and was armed in this runtime's wheel.
-                let action = unsafe { runtime.shared.timers().disarm(NonNull::from(&*this.entry)) };
-                drop(action);
-            }
+            disarm(this.runtime.take(), &this.entry);
         }
+    }
+}
+
+/// Takes `entry` out of the wheel of `runtime`, the one it was armed in, if any; what it
+/// would have done on firing is dropped.
+fn disarm(runtime: Option<Handle>, entry: &Pin<&mut Entry>) {
+    if let Some(runtime) = runtime {
+        // SAFETY: the entry is pinned and was armed in this runtime's wheel.
+        let action = unsafe { runtime.shared.timers().disarm(NonNull::from(&**entry)) };
+        drop(action);
     }
 }
 
@@ -135,11 +141,7 @@ impl Sleep {
     /// ```
     pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
         let this = self.project();
-        if let Some(runtime) = this.runtime.take() {
-            // SAFETY: the entry is pinned and was armed in this runtime's wheel.
-            let action = unsafe { runtime.shared.timers().disarm(NonNull::from(&*this.entry)) };
-            drop(action);
-        }
+        disarm(this.runtime.take(), &this.entry);
         *this.deadline = Some(deadline);
         *this.done = false;
     }
@@ -154,12 +156,12 @@ impl Future for Sleep {
             return Poll::Ready(());
         }
         let entry = NonNull::from(&*this.entry);
-        if this.runtime.is_some() && this.entry.has_fired() {
-            // The common wake-up: no lock needed to know.
-            *this.done = true;
-            return Poll::Ready(());
-        }
         if let Some(runtime) = this.runtime.as_ref() {
+            if this.entry.has_fired() {
+                // The common wake-up: no lock needed to know.
+                *this.done = true;
+                return Poll::Ready(());
+            }
             // SAFETY: the entry is pinned and armed in this runtime's wheel.
             match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
                 Rewake::Waiting => return Poll::Pending,

@@ -59,9 +59,9 @@ pub(crate) enum Rewake {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
 pub(crate) enum ParkTimeout {
-    /// Timers fired on the way: there may be work, do not park.
+    /// There may be work (timers fired on the way, or work came): do not park.
     Fired,
-    /// Until this tick, which the worker has armed (pass it back to `unparked`).
+    /// Until this tick, which the worker has armed (pass it back to `after_park`).
     Until(u64),
     /// Until woken: no timer needs this worker.
     Forever,
@@ -78,7 +78,7 @@ pub(crate) struct Timers {
     /// Tick 0 of the wheel's clock.
     origin: Instant,
     inner: Mutex<Inner>,
-    /// The wheel's next deadline, mirrored for the lock-free `is_due` check.
+    /// The wheel's next deadline, mirrored for the lock-free check in `fire_due`.
     next: AtomicU64,
     /// Threads inside `fire_all`: expired timers may be out of the wheel and not yet
     /// fired (deadlock detection must not mistake that for nothing armed).
@@ -119,19 +119,14 @@ impl Timers {
 
     /// The instant tick `tick` starts at.
     pub(crate) fn instant_of(&self, tick: u64) -> Option<Instant> {
-        self.origin.checked_add(Duration::from_millis(tick))
-    }
-
-    /// True if the wheel has a deadline at or before `now`.
-    pub(crate) fn is_due(&self, now: u64) -> bool {
-        // Relaxed: a stale value only delays the advance to the next check, and the
-        // wheel is read under its lock.
-        self.next.load(Ordering::Relaxed) <= now
+        let nanos = u128::from(tick) * TICK_NANOS;
+        self.origin
+            .checked_add(Duration::from_nanos(u64::try_from(nanos).ok()?))
     }
 
     fn publish_next(&self, inner: &Inner) {
         let next = inner.wheel.next_deadline().unwrap_or(NEVER);
-        // Relaxed: see `is_due`.
+        // Relaxed: see `fire_due`.
         self.next.store(next, Ordering::Relaxed);
     }
 
@@ -324,11 +319,14 @@ impl Timers {
     /// Fires the timers that are due now, if the wheel says any may be; true if any
     /// fired.
     pub(crate) fn fire_due(&self) -> bool {
-        if self.next.load(Ordering::Relaxed) == NEVER {
+        // Relaxed: a stale value only delays the advance to the next check, and the
+        // wheel is read under its lock.
+        let next = self.next.load(Ordering::Relaxed);
+        if next == NEVER {
             return false;
         }
         let now = self.now();
-        self.is_due(now) && self.fire_all(now)
+        next <= now && self.fire_all(now)
     }
 
     /// A worker is about to park: fires what is due, then decides how long it may sleep,

@@ -49,6 +49,24 @@ pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Waits until process `id` of `rt` is in the dump in `state`.
+#[track_caller]
+pub fn wait_for_state(rt: &csp::Runtime, id: u64, state: csp::ProcessState) {
+    wait_until(10, &format!("process #{id} is {state:?}"), || {
+        rt.processes()
+            .iter()
+            .any(|p| p.id == id && p.state == state)
+    });
+}
+
+/// Waits up to `secs` seconds until `rt` has no live process left.
+#[track_caller]
+pub fn wait_until_no_process(rt: &csp::Runtime, secs: u64) {
+    wait_until(secs, "no process of the runtime is left", || {
+        rt.metrics().processes_alive == 0
+    });
+}
+
 /// A shared counter.
 #[derive(Clone, Default, Debug)]
 pub struct Counter(Arc<AtomicUsize>);
@@ -288,4 +306,4 @@ macro_rules! size {
     )*};
 }
 
-size!(u32, u64, usize);
+size!(u64, usize);
