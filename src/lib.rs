@@ -77,6 +77,17 @@
 //! }
 //! ```
 //!
+//! # A process that blocks its thread
+//!
+//! A process that does blocking work inside `poll` (a long computation, a blocking
+//! system call) holds its worker for that long, as in any async runtime: use
+//! [`spawn_blocking`] for such work. One cost is particular to csp's direct handoff: a
+//! process the blocking poll woke through a channel waits in that worker's handoff slot
+//! until the poll returns, and so do the up to 31 it pushed out of the slot, none of
+//! them stealable by an idle worker meanwhile. csp does not move them out while a poll
+//! runs long (that would put a check on the handoff's hot path); tokio's LIFO slot has
+//! the same limit.
+//!
 //! Where things are: the process state machine in `src/task/state.rs`, the scheduling
 //! policy in `src/runtime/worker.rs`, the channel core in `src/chan/core.rs`, and the
 //! claim flag every choice completes through in `src/alt/claim.rs`.

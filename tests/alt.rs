@@ -672,3 +672,63 @@ fn send_any_storm_delivers_every_value_exactly_once() {
         assert_eq!(received, (0..values).collect::<Vec<_>>());
     });
 }
+
+/// `alt!`'s support code (`csp::__private`) used by hand, as safe code may: a pending
+/// choice's future leaked with `mem::forget`, then its arm dropped. The arm unlinks its
+/// own entry (the channel would reach into freed memory), and an arm serves one choice.
+#[test]
+fn a_leaked_alt_future_leaves_no_entry_behind_when_its_arms_go() {
+    use csp::__private::{RecvArm, alt};
+    use std::future::Future;
+    use std::task::Context;
+
+    bounded(10, || {
+        let (tx, rx) = csp::channel::<u32>();
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut arm = Box::pin(Some(RecvArm::new(&rx)));
+        let mut future = Box::pin(alt::<1, _>((arm.as_mut().as_pin_mut(), ()), false, false));
+        assert!(future.as_mut().poll(&mut cx).is_pending());
+        std::mem::forget(future);
+
+        // The leaked future's arm cannot serve a second choice.
+        let reused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(alt::<1, _>((arm.as_mut().as_pin_mut(), ()), false, false))
+        }));
+        let message = common::panic_message(&*reused.unwrap_err()).unwrap();
+        assert!(message.contains("serves one choice"), "{message}");
+
+        drop(arm);
+        assert_eq!(tx.try_send(7), Err(csp::TrySendError::Full(7)));
+        assert_eq!(rx.try_recv(), Err(csp::TryRecvError::Empty));
+    });
+}
+
+/// As above, with a value handed to the leaked choice's arm before the arm goes: it
+/// goes back to the channel rather than vanish.
+#[test]
+fn a_leaked_alt_future_that_was_handed_a_value_gives_it_back() {
+    use csp::__private::{RecvArm, alt};
+    use std::future::Future;
+    use std::task::Context;
+
+    bounded(10, || {
+        let drops = Counter::new();
+        let (tx, rx) = csp::channel::<Tracked>();
+        let waker = futures::task::noop_waker();
+        let mut arm = Box::pin(Some(RecvArm::new(&rx)));
+        let mut future = Box::pin(alt::<1, _>((arm.as_mut().as_pin_mut(), ()), false, false));
+        assert!(
+            future
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        std::mem::forget(future);
+        tx.try_send(Tracked::new(9, &drops)).unwrap();
+        drop(arm);
+        assert_eq!(drops.get(), 0);
+        assert_eq!(rx.try_recv().map(|t| t.value).ok(), Some(9));
+        assert_eq!(drops.get(), 1);
+    });
+}

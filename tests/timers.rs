@@ -312,3 +312,71 @@ fn runtime_shutdown_closes_its_timer_channels() {
         assert_eq!(rx.try_recv(), Err(csp::TryRecvError::Closed));
     });
 }
+
+/// Arms, on `rt`'s wheel, a sleep of `duration` whose owner is `waker` (a foreign waker,
+/// as when a csp timer is polled by another executor's combinator inside a process).
+fn foreign_sleep_on(
+    rt: &csp::Runtime,
+    duration: Duration,
+    waker: std::task::Waker,
+) -> std::pin::Pin<Box<csp::Sleep>> {
+    rt.block_on(rt.spawn(async move {
+        let mut sleep = Box::pin(csp::sleep(duration));
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        // In a tuple: a process's output that is itself a future reads as a mistake.
+        (sleep,)
+    }))
+    .unwrap()
+    .0
+}
+
+/// A timer whose (foreign) waker panics when it fires: the worker that fired it lives on,
+/// later timers of the same and later batches fire, and the runtime drops.
+#[test]
+fn a_panicking_waker_on_a_fired_timer_kills_no_worker() {
+    bounded(20, || {
+        let rt = runtime(1, "timer-waker-panic");
+        let (probe, panicking) = common::PanickingWaker::new();
+        let (counting, waker) = CountingWaker::new();
+        let first = foreign_sleep_on(&rt, 20 * MS, panicking);
+        let second = foreign_sleep_on(&rt, 20 * MS, waker);
+        let sleeper = rt.spawn(async {
+            csp::sleep(20 * MS).await;
+            7
+        });
+        assert_eq!(rt.block_on(sleeper).unwrap(), 7);
+        common::wait_until(10, "both foreign sleeps fired", || {
+            probe.wakes() == 1 && counting.wakes() == 1
+        });
+        let later = rt.spawn(async {
+            csp::sleep(MS).await;
+            8
+        });
+        assert_eq!(rt.block_on(later).unwrap(), 8);
+        drop((first, second));
+        drop(rt);
+    });
+}
+
+/// The runtime shuts down while timers wait; the first one's waker panics: every other
+/// waiting timer is still woken, and the drop of the runtime returns.
+#[test]
+fn a_panicking_waker_at_shutdown_still_wakes_every_other_timer() {
+    bounded(20, || {
+        let rt = runtime(1, "timer-shutdown-panic");
+        let (probe, panicking) = common::PanickingWaker::new();
+        let (counting, waker) = CountingWaker::new();
+        let hour = Duration::from_secs(3600);
+        let first = foreign_sleep_on(&rt, hour, panicking);
+        let second = foreign_sleep_on(&rt, hour, waker);
+        drop(rt);
+        assert_eq!(probe.wakes(), 1);
+        assert_eq!(
+            counting.wakes(),
+            1,
+            "the timer behind the panicking one was woken"
+        );
+        drop((first, second));
+    });
+}

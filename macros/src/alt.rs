@@ -267,24 +267,24 @@ impl Alt {
             setup.push(quote! {
                 let #guard: bool = #guard_expr;
                 let #end = &(#operand);
-                let mut #local = if #guard {
+                let mut #local = ::core::pin::pin!(if #guard {
                     ::core::option::Option::Some(#build)
                 } else {
                     ::core::option::Option::None
-                };
+                });
             });
-            refs.push(quote!(#local.as_ref().map(|arm| arm.arm())));
+            refs.push(quote!(#local.as_mut().as_pin_mut()));
             let index = refs.len() - 1;
             let within = format_ident!("__csp_within", span = Span::mixed_site());
             let take = match &arm.op {
                 Op::RecvAny { .. } | Op::SendAny { .. } => quote! {
-                    (#within, match #local.as_mut() {
+                    (#within, match #local.as_mut().as_pin_mut() {
                         ::core::option::Option::Some(arm) => arm.outcome(#within),
                         ::core::option::Option::None => ::core::unreachable!(),
                     })
                 },
                 _ => quote! {
-                    match #local.as_mut() {
+                    match #local.as_mut().as_pin_mut() {
                         ::core::option::Option::Some(arm) => arm.outcome(),
                         ::core::option::Option::None => ::core::unreachable!(),
                     }
@@ -332,10 +332,17 @@ impl Alt {
             None => (quote!(#private::alt), quote!(), quote!()),
         };
         let fired = format_ident!("__csp_fired", span = Span::mixed_site());
+        // The arms as a list `(arm0, (arm1, (.., ())))`, typed, so the future is `Send`
+        // exactly when they are.
+        let count = refs.len();
+        let list = refs
+            .iter()
+            .rev()
+            .fold(quote!(()), |rest, arm| quote!((#arm, #rest)));
         quote! {{
             #(#setup)*
-            let #fired = #make(
-                [#(#refs),*],
+            let #fired = #make::<#count, _>(
+                #list,
                 #biased,
                 #has_default && #default_guard
                 #after_arg

@@ -19,8 +19,8 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use crate::alt::claim::{Claim, Owner, Seen, Wakes};
-use crate::alt::operation::Operation;
+use crate::alt::claim::{Claim, Owner, Seen, Wakes, resume};
+use crate::alt::operation::{Held, Operation};
 use crate::alt::rng;
 use crate::task::WaitOn;
 use crate::time::{Sleep, sleep};
@@ -151,19 +151,13 @@ impl Plan {
             .expect("csp: an arm was disabled while its choice was in progress")
     }
 
-    fn lock<A: ArmSet + ?Sized>(&self, arms: &A) {
+    /// Locks the channels of every enabled arm, in address order; they stay locked
+    /// until the returned guard drops.
+    fn lock<'p, A: ArmSet + ?Sized>(&'p self, arms: &'p A) -> HeldAll<'p, A> {
         for i in self.locks.iter() {
             Self::enabled(arms, i).lock();
         }
-    }
-
-    /// # Safety
-    /// The caller holds the locks (from `lock`).
-    unsafe fn unlock<A: ArmSet + ?Sized>(&self, arms: &A) {
-        for i in self.locks.iter().rev() {
-            // SAFETY: per the caller.
-            unsafe { Self::enabled(arms, i).unlock() };
-        }
+        HeldAll { plan: self, arms }
     }
 
     /// Tries the arms in order under the locks; the first that completes fires.
@@ -185,21 +179,20 @@ impl Plan {
     /// Tries the arms in order, each under its own channel's lock only: the quick pass
     /// of an idle choice. Sound without holding every lock, because the choice's flag
     /// is idle (registered nowhere), so no counterpart can reach it: each try is an
-    /// independent attempt, and the first to complete is the one arm that fires.
-    fn try_each<A: ArmSet + ?Sized>(&self, arms: &A, claim: &Claim) -> Option<usize> {
-        // Only the arm that fires can have anyone to wake.
-        let mut wakes = Wakes::default();
-        let fired = self.order.iter().find(|&i| {
+    /// independent attempt, and the first to complete is the one arm that fires. Only
+    /// that arm can have anyone to wake: into `wakes`, for the caller to run.
+    fn try_each<A: ArmSet + ?Sized>(
+        &self,
+        arms: &A,
+        claim: &Claim,
+        wakes: &mut Wakes,
+    ) -> Option<usize> {
+        self.order.iter().find(|&i| {
             let arm = Self::enabled(arms, i);
-            arm.lock();
+            let _held = Held::lock(arm);
             // SAFETY: the arm's lock is held.
-            let fired = unsafe { arm.try_now(claim, &mut wakes) };
-            // SAFETY: the arm's lock is held.
-            unsafe { arm.unlock() };
-            fired
-        });
-        wakes.run();
-        fired
+            unsafe { arm.try_now(claim, wakes) }
+        })
     }
 
     /// Unlinks every arm's entry (the fired one's is already unlinked).
@@ -211,6 +204,33 @@ impl Plan {
             // SAFETY: per the caller.
             unsafe { Self::enabled(arms, i).unregister() };
         }
+    }
+}
+
+/// The locks of every channel of a plan, held until this is dropped (in reverse order):
+/// a panic that slips in under them (none should) releases them as it unwinds.
+struct HeldAll<'p, A: ArmSet + ?Sized> {
+    plan: &'p Plan,
+    arms: &'p A,
+}
+
+impl<A: ArmSet + ?Sized> Drop for HeldAll<'_, A> {
+    fn drop(&mut self) {
+        for i in self.plan.locks.iter().rev() {
+            // SAFETY: a `HeldAll` exists only while `Plan::lock`'s locks are held.
+            unsafe { Plan::enabled(self.arms, i).unlock() };
+        }
+    }
+}
+
+/// Runs the wakes of arm `fired`, which completed at once. Should a waker panic, the
+/// arm's outcome is undone first (`Operation::abandon`: a received value goes back to
+/// its channel), as for a choice dropped after its arm fired, so the unwinding poll
+/// loses no value.
+fn run_wakes_of<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes) {
+    if let Err(panic) = wakes.run_catching() {
+        Plan::enabled(arms, fired).abandon();
+        resume(panic);
     }
 }
 
@@ -319,7 +339,10 @@ impl Choice {
     /// Fires the first arm that can complete now, without waiting.
     pub(crate) fn try_now<A: ArmSet + ?Sized>(&self, arms: &A, plan: &Plan) -> Option<usize> {
         debug_assert!(!self.waiting);
-        plan.try_each(arms, &self.claim)
+        let mut wakes = Wakes::default();
+        let fired = plan.try_each(arms, &self.claim, &mut wakes)?;
+        run_wakes_of(arms, fired, wakes);
+        Some(fired)
     }
 
     /// Drives the choice: `Ready(i)` once arm `i` fired (its outcome is in the arm).
@@ -340,16 +363,14 @@ impl Choice {
             // Polled again while still waiting: record the wait again for dumps.
             record_wait(cx, arms, plan);
             let fresh = Owner::from_waker(cx.waker());
-            plan.lock(arms);
+            let held = plan.lock(arms);
             if self.claim.seen() == Seen::Pending {
                 let old = self.claim.replace_owner(fresh);
-                // SAFETY: the locks are held.
-                unsafe { plan.unlock(arms) };
+                drop(held);
                 drop(old);
                 return Poll::Pending;
             }
-            // SAFETY: the locks are held.
-            unsafe { plan.unlock(arms) };
+            drop(held);
         }
         Poll::Ready(self.finish(arms, plan))
     }
@@ -393,7 +414,9 @@ impl Choice {
         cx: &mut Context<'_>,
     ) -> Poll<usize> {
         // The quick pass: an arm ready now fires with one channel locked at a time.
-        if let Some(fired) = plan.try_each(arms, &self.claim) {
+        let mut wakes = Wakes::default();
+        if let Some(fired) = plan.try_each(arms, &self.claim, &mut wakes) {
+            run_wakes_of(arms, fired, wakes);
             return Poll::Ready(fired);
         }
         plan.plan_locks(arms);
@@ -401,14 +424,12 @@ impl Choice {
         // and register all the arms, so none can be missed between the two.
         // Made before locking: a foreign waker's clone is foreign code.
         let owner = Owner::from_waker(cx.waker());
-        let mut wakes = Wakes::default();
-        plan.lock(arms);
+        let held = plan.lock(arms);
         // SAFETY: the locks are held.
         if let Some(fired) = unsafe { plan.try_arms(arms, &self.claim, &mut wakes) } {
-            // SAFETY: the locks are held.
-            unsafe { plan.unlock(arms) };
-            wakes.run();
+            drop(held);
             drop(owner);
+            run_wakes_of(arms, fired, wakes);
             return Poll::Ready(fired);
         }
         record_wait(cx, arms, plan);
@@ -420,10 +441,11 @@ impl Choice {
             // `cancel`).
             unsafe { Plan::enabled(arms, i).register(claim, i, &mut wakes) };
         }
-        // SAFETY: the locks are held.
-        unsafe { plan.unlock(arms) };
-        wakes.run();
+        drop(held);
+        // Waiting before the wakes run: should a waker panic, the drop of the choice's
+        // owner unlinks every entry.
         self.waiting = true;
+        wakes.run();
         Poll::Pending
     }
 
@@ -432,12 +454,10 @@ impl Choice {
         let Seen::Claimed(fired) = self.claim.seen() else {
             unreachable!("csp: finishing a choice whose flag did not fire")
         };
-        plan.lock(arms);
+        let held = plan.lock(arms);
         // SAFETY: the locks are held.
-        unsafe {
-            plan.unregister_all(arms);
-            plan.unlock(arms);
-        }
+        unsafe { plan.unregister_all(arms) };
+        drop(held);
         // SAFETY: the flag fired this arm, and its claimer is done with it (it held a
         // lock we have since taken).
         unsafe { Plan::enabled(arms, fired).take_fired() };
@@ -453,13 +473,11 @@ impl Choice {
         if !self.waiting {
             return None;
         }
-        plan.lock(arms);
+        let held = plan.lock(arms);
         let outcome = self.claim.cancel();
         // SAFETY: the locks are held.
-        unsafe {
-            plan.unregister_all(arms);
-            plan.unlock(arms);
-        }
+        unsafe { plan.unregister_all(arms) };
+        drop(held);
         self.waiting = false;
         self.claim.reset();
         match outcome {

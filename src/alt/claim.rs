@@ -17,6 +17,7 @@
 //! (the fast path of a poll after a wake), which then takes the lock and waits for it.
 
 use std::marker::PhantomPinned;
+use std::panic::AssertUnwindSafe;
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
@@ -71,7 +72,8 @@ impl Owner {
     }
 
     /// Wakes the owner, consuming the reference (a process goes to the current worker's
-    /// handoff slot when woken by another process of its runtime).
+    /// handoff slot when woken by another process of its runtime). A foreign waker's
+    /// panic unwinds to the caller.
     #[inline]
     pub(crate) fn wake(self) {
         match self {
@@ -80,10 +82,43 @@ impl Owner {
             Owner::Foreign(waker) => waker.wake(),
         }
     }
+
+    /// Wakes the owner; a foreign waker's panic is caught and kept in `panic` unless
+    /// an earlier one is there already.
+    #[inline]
+    pub(crate) fn wake_catching(self, panic: &mut Option<Panic>) {
+        match self {
+            Owner::Foreign(waker) => {
+                if let Err(caught) = std::panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+                    panic.get_or_insert(caught);
+                }
+            }
+            internal => internal.wake(),
+        }
+    }
+}
+
+/// A panic caught from foreign code (a waker), to resume once the work it interrupted
+/// is complete.
+pub(crate) type Panic = Box<dyn std::any::Any + Send>;
+
+/// Resumes a panic caught from foreign code; dropped instead if this thread is already
+/// unwinding (a second panic would abort the process).
+pub(crate) fn resume(panic: Panic) {
+    if std::thread::panicking() {
+        drop(panic);
+    } else {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 /// Owners to wake once the caller drops its channel locks (a foreign waker may re-enter
 /// the channel). Holds the first inline, so the common single wake allocates nothing.
+///
+/// A batch survives a panicking waker: every owner in it is woken, then the first panic
+/// is resumed ([`run`](Self::run)) or handed back ([`run_catching`](Self::run_catching)).
+/// Only a foreign waker can panic; csp's own wakes (a process, a `block_on` thread) run
+/// no user code.
 #[derive(Default)]
 pub(crate) struct Wakes {
     first: Option<Owner>,
@@ -101,23 +136,39 @@ impl Wakes {
         }
     }
 
-    /// Wakes them all; call with no channel lock held.
+    /// Wakes them all, then resumes the first panic of a waker, if any; call with no
+    /// channel lock held, and with the caller's state recorded (the panic unwinds
+    /// through it).
     #[inline]
     pub(crate) fn run(self) {
-        // Most operations wake nobody: that case costs one test, inline.
-        if self.first.is_some() {
-            self.wake_all();
+        if let Err(panic) = self.run_catching() {
+            resume(panic);
         }
     }
 
-    fn wake_all(self) {
+    /// Wakes them all; returns the first panic of a waker, for the caller to resume once
+    /// it has put its own state right.
+    #[inline]
+    pub(crate) fn run_catching(self) -> Result<(), Panic> {
+        // Most operations wake nobody: that case costs one test, inline.
+        if self.first.is_none() {
+            return Ok(());
+        }
+        self.wake_all()
+    }
+
+    fn wake_all(self) -> Result<(), Panic> {
         let Wakes { first, more } = self;
+        let mut panic = None;
         if let Some(owner) = first {
-            owner.wake();
+            owner.wake_catching(&mut panic);
         }
         if !more.is_empty() {
-            more.into_iter().for_each(Owner::wake);
+            for owner in more {
+                owner.wake_catching(&mut panic);
+            }
         }
+        panic.map_or(Ok(()), Err)
     }
 }
 

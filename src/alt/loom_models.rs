@@ -166,3 +166,35 @@ fn loom_alt_commit_vs_timeout() {
         }
     });
 }
+
+/// The future of a waiting `alt!` choice is leaked, and its arm dropped while a sender
+/// claims it: the arm unlinks its own entry under the channel's lock, so the sender
+/// either finds it (the value it handed over goes back to the channel) or does not (it
+/// keeps the value). Never lost, never delivered twice, never a freed entry touched.
+#[test]
+fn loom_leaked_alt_arm_dropped_while_a_sender_claims_it() {
+    use crate::alt::macro_support::{RecvArm, alt};
+
+    loom::model(|| {
+        let (tx, rx) = channel::<u8>();
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut arm = Box::pin(Some(RecvArm::new(&rx)));
+        let mut future = Box::pin(alt::<1, _>((arm.as_mut().as_pin_mut(), ()), false, false));
+        assert!(future.as_mut().poll(&mut cx).is_pending());
+        std::mem::forget(future);
+
+        let sender = thread::spawn(move || tx.try_send(5).is_ok());
+        drop(arm);
+        let sent = sender.join().unwrap();
+
+        match rx.try_recv() {
+            Ok(value) => {
+                assert!(sent);
+                assert_eq!(value, 5, "a value handed to the dropped arm comes back");
+            }
+            Err(TryRecvError::Closed) => assert!(!sent, "a value sent Ok was lost"),
+            Err(TryRecvError::Empty) => unreachable!("the sender is gone"),
+        }
+    });
+}

@@ -1,11 +1,17 @@
-//! What `alt!` and `prialt!` expand to: typed arms the expansion keeps as locals, and
-//! a future choosing among a fixed array of them (no allocation per choice). Public for
-//! the macros only (`csp::__private`); not part of the API, and sound only as the
-//! expansion uses it: an [`AltFuture`] is dropped (never leaked) before its arms.
+//! What `alt!` and `prialt!` expand to: typed arms the expansion keeps as pinned
+//! locals, and a future choosing among them (no allocation per choice). Public for the
+//! macros only (`csp::__private`); not part of the API, but sound however safe code uses
+//! it:
+//! - an arm's entry is linked only while the arm is pinned, and an arm dropped with its
+//!   entry still linked (its future leaked) unlinks it itself (the operations' `Drop`);
+//! - an [`AltFuture`] holds its arms by `Pin<&mut _>`, so no two choices share one, and
+//!   an arm serves one choice in its life (a second is refused with a panic, before any
+//!   channel is touched);
+//! - an `AltFuture` is `Send` exactly when its arms are.
 
 use std::borrow::Borrow;
 use std::future::Future;
-use std::marker::PhantomPinned;
+use std::marker::{PhantomData, PhantomPinned};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll};
@@ -24,8 +30,9 @@ pub const DEFAULT: usize = usize::MAX;
 /// What [`AltFuture`] resolves to when the `after` arm's time is up.
 pub const AFTER: usize = usize::MAX - 1;
 
-/// A type-erased reference to an arm, for [`alt`]: one operation, or the many of a
-/// `recv_any` or `send_any` arm.
+/// A type-erased reference to an arm, inside [`AltFuture`]: one operation, or the many
+/// of a `recv_any` or `send_any` arm. Neither `Send` nor `Sync`: the future is `Send`
+/// through the typed arms it holds ([`ArmList`]).
 #[derive(Clone, Copy)]
 pub struct ArmRef<'a>(Slot<'a>);
 
@@ -50,23 +57,84 @@ impl Slot<'_> {
     }
 }
 
-// SAFETY: an arm's state is touched only under its channel's lock or by the choice that
-// owns it (through the future polling it), never through a shared reference elsewhere.
-unsafe impl Send for ArmRef<'_> {}
-// SAFETY: as above.
-unsafe impl Sync for ArmRef<'_> {}
+mod sealed {
+    /// Only this module's arms and lists of them.
+    pub trait Sealed {}
+}
+
+/// An arm of an `alt!`.
+pub trait AltArm: sealed::Sealed {
+    /// The arm, for its one choice: a second call (the arm put in a second choice)
+    /// panics.
+    #[doc(hidden)]
+    fn arm_ref(self: Pin<&mut Self>) -> ArmRef<'_>;
+}
+
+/// The arms of an `alt!`, as the expansion passes them to [`alt`]: a list
+/// `(arm0, (arm1, (.., ())))` of `Option<Pin<&mut A>>` (`None`: a false guard).
+pub trait ArmList<'a>: sealed::Sealed {
+    /// How many arms.
+    const LEN: usize;
+
+    /// Writes the arms' references into `out`, in order.
+    #[doc(hidden)]
+    fn refs(self, out: &mut [Option<ArmRef<'a>>]);
+}
+
+impl sealed::Sealed for () {}
+
+impl<'a> ArmList<'a> for () {
+    const LEN: usize = 0;
+
+    #[inline]
+    fn refs(self, _out: &mut [Option<ArmRef<'a>>]) {}
+}
+
+impl<A: AltArm, Rest> sealed::Sealed for (Option<Pin<&mut A>>, Rest) {}
+
+impl<'a, A: AltArm, Rest: ArmList<'a>> ArmList<'a> for (Option<Pin<&'a mut A>>, Rest) {
+    const LEN: usize = 1 + Rest::LEN;
+
+    #[inline]
+    fn refs(self, out: &mut [Option<ArmRef<'a>>]) {
+        let (first, rest) = self;
+        out[0] = first.map(AltArm::arm_ref);
+        rest.refs(&mut out[1..]);
+    }
+}
+
+/// Panics unless the arm is fresh, then marks it used.
+#[inline]
+fn first_use(used: &mut bool) {
+    assert!(
+        !std::mem::replace(used, true),
+        "csp: an alt! arm serves one choice; build a new arm for each"
+    );
+}
 
 /// A receive arm.
-pub struct RecvArm<'a, T>(RecvOp<T, &'a Chan<T>>);
+pub struct RecvArm<'a, T> {
+    op: RecvOp<T, &'a Chan<T>>,
+    used: bool,
+}
 
 /// A send arm, holding its value until it fires (or is dropped).
-pub struct SendArm<'a, T>(SendOp<'a, T>);
+pub struct SendArm<'a, T> {
+    op: SendOp<'a, T>,
+    used: bool,
+}
 
 /// A `closed(tx)` arm.
-pub struct ClosedArm<'a, T>(ClosedOp<'a, T>);
+pub struct ClosedArm<'a, T> {
+    op: ClosedOp<'a, T>,
+    used: bool,
+}
 
 /// A `recv_any(&rxs)` arm: a receive on each of a run-time number of channels.
-pub struct RecvAnyArm<'a, T>(Vec<RecvOp<T, &'a Chan<T>>>);
+pub struct RecvAnyArm<'a, T> {
+    ops: Vec<RecvOp<T, &'a Chan<T>>>,
+    used: bool,
+}
 
 /// A `send_any(&txs, value)` arm: one value, offered on each of a run-time number of
 /// channels; the send that fires takes it.
@@ -75,11 +143,13 @@ pub struct SendAnyArm<'a, T> {
     /// The value, in a heap cell the ops' entries point at (so it stays put however the
     /// arm moves); only reached through them. Owned: freed by `Drop`, after the ops.
     value: NonNull<UnsafeCell<Option<T>>>,
-    _owns: std::marker::PhantomData<Box<UnsafeCell<Option<T>>>>,
+    used: bool,
+    _owns: PhantomData<Box<UnsafeCell<Option<T>>>>,
 }
 
 impl<T> Drop for SendAnyArm<'_, T> {
     fn drop(&mut self) {
+        // Each op unlinks its entry, if linked, as it drops.
         drop(std::mem::take(&mut self.ops));
         // SAFETY: `value` came from `Box::into_raw` in `new` and is freed only here,
         // after every op that pointed at it is gone.
@@ -87,34 +157,21 @@ impl<T> Drop for SendAnyArm<'_, T> {
     }
 }
 
-// SAFETY: `&self` methods only make an `ArmRef`; the state inside is reached under the
-// channel lock or by the owning choice, and `outcome` takes `&mut self`.
-unsafe impl<T: Send> Sync for RecvArm<'_, T> {}
-// SAFETY: as for `RecvArm`.
-unsafe impl<T: Send> Sync for SendArm<'_, T> {}
-// SAFETY: as for `RecvArm`.
-unsafe impl<T: Send> Sync for ClosedArm<'_, T> {}
-// SAFETY: as for `RecvArm`.
-unsafe impl<T: Send> Sync for RecvAnyArm<'_, T> {}
-// SAFETY: as for `RecvArm`; the shared value is reached like a send's own slot.
-unsafe impl<T: Send> Sync for SendAnyArm<'_, T> {}
 // SAFETY: it owns its value cell as a `Box` would; the ops are `Send` for `T: Send`.
 unsafe impl<T: Send> Send for SendAnyArm<'_, T> {}
 
 impl<'a, T> RecvArm<'a, T> {
     /// An arm receiving from `rx` (a `Receiver` or a reference to one).
     pub fn new<R: Borrow<Receiver<T>> + ?Sized>(rx: &'a R) -> Self {
-        RecvArm(RecvOp::new(rx.borrow().chan()))
-    }
-
-    /// The arm, for [`alt`].
-    pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(Slot::One(&self.0))
+        RecvArm {
+            op: RecvOp::new(rx.borrow().chan()),
+            used: false,
+        }
     }
 
     /// The fired arm's outcome.
-    pub fn outcome(&mut self) -> Result<T, RecvError> {
-        self.0
+    pub fn outcome(self: Pin<&mut Self>) -> Result<T, RecvError> {
+        self.op
             .take_result()
             .expect("csp: a fired receive arm has an outcome")
     }
@@ -123,17 +180,15 @@ impl<'a, T> RecvArm<'a, T> {
 impl<'a, T> SendArm<'a, T> {
     /// An arm sending `value` on `tx` (a `Sender` or a reference to one).
     pub fn new<S: Borrow<Sender<T>> + ?Sized>(tx: &'a S, value: T) -> Self {
-        SendArm(SendOp::new(tx.borrow().chan(), value))
-    }
-
-    /// The arm, for [`alt`].
-    pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(Slot::One(&self.0))
+        SendArm {
+            op: SendOp::new(tx.borrow().chan(), value),
+            used: false,
+        }
     }
 
     /// The fired arm's outcome.
-    pub fn outcome(&mut self) -> Result<(), SendError<T>> {
-        self.0
+    pub fn outcome(self: Pin<&mut Self>) -> Result<(), SendError<T>> {
+        self.op
             .take_result()
             .expect("csp: a fired send arm has an outcome")
     }
@@ -142,12 +197,10 @@ impl<'a, T> SendArm<'a, T> {
 impl<'a, T> ClosedArm<'a, T> {
     /// An arm that fires once the channel of `tx` is closed.
     pub fn new<S: Borrow<Sender<T>> + ?Sized>(tx: &'a S) -> Self {
-        ClosedArm(ClosedOp::new(tx.borrow().chan()))
-    }
-
-    /// The arm, for [`alt`].
-    pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(Slot::One(&self.0))
+        ClosedArm {
+            op: ClosedOp::new(tx.borrow().chan()),
+            used: false,
+        }
     }
 }
 
@@ -159,22 +212,19 @@ impl<'a, T> RecvAnyArm<'a, T> {
         S: AsRef<[R]> + ?Sized,
         R: Borrow<Receiver<T>> + 'a,
     {
-        RecvAnyArm(
-            rxs.as_ref()
+        RecvAnyArm {
+            ops: rxs
+                .as_ref()
                 .iter()
                 .map(|rx| RecvOp::new(rx.borrow().chan()))
                 .collect(),
-        )
-    }
-
-    /// The arm, for [`alt`].
-    pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(Slot::Many(&self.0))
+            used: false,
+        }
     }
 
     /// The outcome of the receive on the `i`th channel, which fired.
-    pub fn outcome(&mut self, i: usize) -> Result<T, RecvError> {
-        self.0[i]
+    pub fn outcome(self: Pin<&mut Self>, i: usize) -> Result<T, RecvError> {
+        self.ops[i]
             .take_result()
             .expect("csp: a fired receive arm has an outcome")
     }
@@ -201,22 +251,49 @@ impl<'a, T> SendAnyArm<'a, T> {
         SendAnyArm {
             ops,
             value,
-            _owns: std::marker::PhantomData,
+            used: false,
+            _owns: PhantomData,
         }
     }
 
-    /// The arm, for [`alt`].
-    pub fn arm(&self) -> ArmRef<'_> {
-        ArmRef(Slot::Many(&self.ops))
-    }
-
     /// The outcome of the send on the `i`th channel, which fired.
-    pub fn outcome(&mut self, i: usize) -> Result<(), SendError<T>> {
+    pub fn outcome(self: Pin<&mut Self>, i: usize) -> Result<(), SendError<T>> {
         self.ops[i]
             .take_result()
             .expect("csp: a fired send arm has an outcome")
     }
 }
+
+/// `AltArm` for an arm of one operation (`$op`) or of many (`$ops`).
+macro_rules! alt_arm {
+    ($name:ident, one $field:ident) => {
+        alt_arm!(@impl $name, |arm| Slot::One(&arm.$field));
+    };
+    ($name:ident, many $field:ident) => {
+        alt_arm!(@impl $name, |arm| Slot::Many(&arm.$field));
+    };
+    (@impl $name:ident, |$arm:ident| $slot:expr) => {
+        impl<T> sealed::Sealed for $name<'_, T> {}
+
+        impl<T> AltArm for $name<'_, T> {
+            #[inline]
+            fn arm_ref(self: Pin<&mut Self>) -> ArmRef<'_> {
+                // SAFETY: only the `used` flag is written, never moved out of; the
+                // operations stay pinned.
+                let $arm = unsafe { self.get_unchecked_mut() };
+                first_use(&mut $arm.used);
+                let $arm = &*$arm;
+                ArmRef($slot)
+            }
+        }
+    };
+}
+
+alt_arm!(RecvArm, one op);
+alt_arm!(SendArm, one op);
+alt_arm!(ClosedArm, one op);
+alt_arm!(RecvAnyArm, many ops);
+alt_arm!(SendAnyArm, many ops);
 
 impl<O: Operation> ManyArms for Vec<O> {
     fn len(&self) -> usize {
@@ -295,16 +372,16 @@ impl<const N: usize> ArmSet for Arms<'_, N> {
     }
 }
 
-/// A choice among `arms` (`None`: disabled by its guard): fair, or `biased` to the
-/// first ready arm; with `has_default`, resolves to [`DEFAULT`] instead of waiting.
-/// Resolves to the fired arm's position as written and, for a `recv_any` or `send_any`
-/// arm, the position of the channel within it (0 otherwise).
+/// A choice among `arms` (`None`: disabled by its guard; `N` of them): fair, or `biased`
+/// to the first ready arm; with `has_default`, resolves to [`DEFAULT`] instead of
+/// waiting. Resolves to the fired arm's position as written and, for a `recv_any` or
+/// `send_any` arm, the position of the channel within it (0 otherwise).
 #[inline]
-pub fn alt<const N: usize>(
-    arms: [Option<ArmRef<'_>>; N],
+pub fn alt<'a, const N: usize, L: ArmList<'a>>(
+    arms: L,
     biased: bool,
     has_default: bool,
-) -> AltFuture<'_, N, NoDeadline> {
+) -> AltFuture<'a, N, L, NoDeadline> {
     AltFuture::new(arms, biased, has_default, NoDeadline)
 }
 
@@ -312,64 +389,92 @@ pub fn alt<const N: usize>(
 /// its first poll found no arm ready, with no arm fired since (`None`: the arm's guard
 /// is false).
 #[inline]
-pub fn alt_after<const N: usize>(
-    arms: [Option<ArmRef<'_>>; N],
+pub fn alt_after<'a, const N: usize, L: ArmList<'a>>(
+    arms: L,
     biased: bool,
     has_default: bool,
     after: Option<Duration>,
-) -> AltFuture<'_, N, Deadline> {
+) -> AltFuture<'a, N, L, Deadline> {
     AltFuture::new(arms, biased, has_default, Deadline::new(after))
 }
 
 /// The future of an `alt!`: the arm that fired (and the channel within a `recv_any` or
-/// `send_any` arm), [`DEFAULT`] or [`AFTER`]. `D` is its `after` arm, if it has one.
+/// `send_any` arm), [`DEFAULT`] or [`AFTER`]. `L` is its arms, `D` its `after` arm if it
+/// has one.
 #[must_use = "futures do nothing unless polled"]
-pub struct AltFuture<'a, const N: usize, D: Timeout> {
+pub struct AltFuture<'a, const N: usize, L, D: Timeout> {
     arms: Arms<'a, N>,
     plan: Plan,
     choice: Choice,
     biased: bool,
     has_default: bool,
+    /// Completed: polled again, it panics before touching a channel.
+    done: bool,
     /// The `after` arm.
     deadline: D,
+    /// The typed arms behind `arms`, borrowed exclusively for `'a`: what makes the
+    /// future `Send` (or not).
+    _arms: PhantomData<L>,
     /// The arms' entries point at `choice` while it waits; the deadline's wheel entry
     /// lives inside it.
     _pinned: PhantomPinned,
 }
 
-impl<'a, const N: usize, D: Timeout> AltFuture<'a, N, D> {
+// SAFETY: the type-erased references in `arms` come from the arm borrows in `L`
+// (`ArmList`, sealed), held exclusively for `'a`: sending the future sends those borrows,
+// sound when `L` is `Send` (each arm is). Counterparts on other threads reach the arms'
+// entries only under their channels' locks. The rest (`Plan`, `Choice`) is `Send`.
+unsafe impl<const N: usize, L: Send, D: Timeout + Send> Send for AltFuture<'_, N, L, D> {}
+// SAFETY: `&AltFuture` reaches nothing but `Debug`'s look at a `bool`.
+unsafe impl<const N: usize, L: Sync, D: Timeout + Sync> Sync for AltFuture<'_, N, L, D> {}
+
+impl<'a, const N: usize, L: ArmList<'a>, D: Timeout> AltFuture<'a, N, L, D> {
     #[inline]
-    fn new(arms: [Option<ArmRef<'a>>; N], biased: bool, has_default: bool, deadline: D) -> Self {
+    fn new(list: L, biased: bool, has_default: bool, deadline: D) -> Self {
+        const { assert!(L::LEN == N, "csp: alt! passes N arms") };
+        let mut arms = [None; N];
+        list.refs(&mut arms);
         AltFuture {
             arms: Arms::new(arms),
             plan: Plan::default(),
             choice: Choice::new(),
             biased,
             has_default,
+            done: false,
             deadline,
+            _arms: PhantomData,
             _pinned: PhantomPinned,
         }
     }
 }
 
-impl<const N: usize, D: Timeout> Future for AltFuture<'_, N, D> {
+impl<const N: usize, L, D: Timeout> AltFuture<'_, N, L, D> {
+    /// Done: the outcome is `out`.
+    #[inline]
+    fn complete(&mut self, out: (usize, usize)) -> Poll<(usize, usize)> {
+        self.done = true;
+        Poll::Ready(out)
+    }
+}
+
+impl<const N: usize, L, D: Timeout> Future for AltFuture<'_, N, L, D> {
     type Output = (usize, usize);
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(usize, usize)> {
         // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
+        assert!(
+            !this.done,
+            "csp: an alt! future was polled after it completed"
+        );
         if !this.choice.is_waiting() {
             let any = this.plan.prepare(&this.arms, this.biased);
             if this.has_default {
-                return Poll::Ready(
-                    match any
-                        .then(|| this.choice.try_now(&this.arms, &this.plan))
-                        .flatten()
-                    {
-                        Some(fired) => this.arms.locate(fired),
-                        None => (DEFAULT, 0),
-                    },
-                );
+                let fired = any
+                    .then(|| this.choice.try_now(&this.arms, &this.plan))
+                    .flatten();
+                let out = fired.map_or((DEFAULT, 0), |fired| this.arms.locate(fired));
+                return this.complete(out);
             }
             if !any {
                 assert!(
@@ -379,23 +484,24 @@ impl<const N: usize, D: Timeout> Future for AltFuture<'_, N, D> {
                 );
                 // Only the timeout is left to wait for.
                 // SAFETY: the deadline is pinned inside this future.
-                return unsafe { this.deadline.poll(cx) }.map(|()| (AFTER, 0));
+                std::task::ready!(unsafe { this.deadline.poll(cx) });
+                return this.complete((AFTER, 0));
             }
         }
-        // SAFETY: `this` is pinned, and the arms and plan stay unchanged until the
-        // choice completes or is cancelled on drop.
+        // SAFETY: `this` is pinned, so is the choice's flag; the arms are pinned and
+        // borrowed for as long as this future lives, and stay unchanged until the choice
+        // completes or is cancelled on drop (should this future be leaked instead, each
+        // arm unlinks its own entry when it drops).
         let fired = std::task::ready!(unsafe {
             this.choice
                 .poll_until(&this.arms, &mut this.plan, &mut this.deadline, cx)
         });
-        Poll::Ready(match fired {
-            Some(fired) => this.arms.locate(fired),
-            None => (AFTER, 0),
-        })
+        let out = fired.map_or((AFTER, 0), |fired| this.arms.locate(fired));
+        this.complete(out)
     }
 }
 
-impl<const N: usize, D: Timeout> Drop for AltFuture<'_, N, D> {
+impl<const N: usize, L, D: Timeout> Drop for AltFuture<'_, N, L, D> {
     fn drop(&mut self) {
         // A fired arm's outcome is undone (`abandon`): nothing else took effect.
         let _ = self.choice.cancel(&self.arms, &self.plan);
@@ -422,7 +528,7 @@ opaque_debug!(
     SendAnyArm<'a, T>
 );
 
-impl<const N: usize, D: Timeout> std::fmt::Debug for AltFuture<'_, N, D> {
+impl<const N: usize, L, D: Timeout> std::fmt::Debug for AltFuture<'_, N, L, D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AltFuture")
             .field("arms", &N)

@@ -67,3 +67,24 @@ pub(crate) trait Operation {
     /// is foreign): deadlock detection then never counts its waiter as blocked.
     fn is_foreign(&self) -> bool;
 }
+
+/// An operation's channel lock, held until this is dropped: a panic that slips in under
+/// it (none should) releases the lock as it unwinds instead of wedging the channel.
+pub(crate) struct Held<'a, O: Operation + ?Sized>(&'a O);
+
+impl<'a, O: Operation + ?Sized> Held<'a, O> {
+    /// Locks `op`'s channel.
+    #[inline]
+    pub(crate) fn lock(op: &'a O) -> Self {
+        op.lock();
+        Held(op)
+    }
+}
+
+impl<O: Operation + ?Sized> Drop for Held<'_, O> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: a `Held` exists only while its lock is held (taken in `lock`).
+        unsafe { self.0.unlock() }
+    }
+}

@@ -26,6 +26,9 @@ trait SelectArm: Operation {
     fn channel(&self) -> *const ();
     /// Drops a fired arm's unread outcome.
     fn discard(&self);
+    /// True once the arm can never fire again (a send whose value is gone). Called by
+    /// the owner with no choice in progress.
+    fn is_spent(&self) -> bool;
 }
 
 impl<T> SelectArm for RecvOp<T, &Chan<T>> {
@@ -39,6 +42,10 @@ impl<T> SelectArm for RecvOp<T, &Chan<T>> {
 
     fn discard(&self) {
         drop(self.take_result());
+    }
+
+    fn is_spent(&self) -> bool {
+        false
     }
 }
 
@@ -54,21 +61,34 @@ impl<T> SelectArm for SendOp<'_, T> {
     fn discard(&self) {
         drop(self.take_result());
     }
+
+    fn is_spent(&self) -> bool {
+        // SAFETY: no choice is in progress (the caller's contract): the entry is not
+        // linked, and its slot is the owner's.
+        !unsafe { self.has_value() }
+    }
 }
 
 type Arm<'a> = Pin<Box<dyn SelectArm + Send + 'a>>;
 
 /// The arms of a `Select`, by index; `None` for removed or spent ones.
 #[derive(Default)]
-struct Arms<'a>(Vec<Option<Arm<'a>>>);
+struct Arms<'a> {
+    arms: Vec<Option<Arm<'a>>>,
+    /// False from the start of a select until its outcome is settled (its `Selected`
+    /// dropped, or nothing fired). Found false at the next start, a select was cut
+    /// short (a leaked `Selected` or `SelectFuture`, a panicking waker): [`tidy`]
+    /// (Arms::tidy) then drops the unread outcomes and spent arms it left.
+    clean: bool,
+}
 
 impl ArmSet for Arms<'_> {
     fn count(&self) -> usize {
-        self.0.len()
+        self.arms.len()
     }
 
     fn arm(&self, i: usize) -> Option<&dyn Operation> {
-        let arm: &dyn SelectArm = self.0.get(i)?.as_ref()?.as_ref().get_ref();
+        let arm: &dyn SelectArm = self.arms.get(i)?.as_ref()?.as_ref().get_ref();
         Some(arm)
     }
 }
@@ -77,8 +97,9 @@ impl ArmSet for Arms<'_> {
 /// one lifetime, the borrow of its `Select`).
 trait FiredArms {
     fn fired(&self, i: usize, kind: Kind, channel: *const (), what: &str) -> &dyn SelectArm;
-    fn spend(&mut self, i: usize);
-    fn discard(&self, i: usize);
+    /// The select that fired arm `i` is over: drops its unread outcome, and the arm
+    /// itself if it is spent.
+    fn settle(&mut self, i: usize);
 }
 
 impl FiredArms for Arms<'_> {
@@ -86,26 +107,30 @@ impl FiredArms for Arms<'_> {
         Arms::fired(self, i, kind, channel, what)
     }
 
-    fn spend(&mut self, i: usize) {
-        Arms::spend(self, i)
-    }
-
-    fn discard(&self, i: usize) {
-        if let Some(arm) = self.0[i].as_ref() {
-            arm.discard();
+    fn settle(&mut self, i: usize) {
+        if let Some(slot) = self.arms.get_mut(i) {
+            Arms::settle_arm(slot);
         }
+        self.clean = true;
     }
 }
 
 impl<'a> Arms<'a> {
-    /// A fired send arm's value is gone (delivered or handed back): remove the arm.
-    fn spend(&mut self, i: usize) {
-        if self.0[i]
-            .as_ref()
-            .is_some_and(|arm| arm.kind() == Kind::Send)
-        {
-            self.0[i] = None;
+    /// Drops arm `slot`'s unread outcome, and the arm if it is spent (a fired send).
+    fn settle_arm(slot: &mut Option<Arm<'a>>) {
+        if let Some(arm) = slot {
+            arm.discard();
+            if arm.is_spent() {
+                *slot = None;
+            }
         }
+    }
+
+    /// Settles every arm: after a select that was cut short.
+    #[cold]
+    fn tidy(&mut self) {
+        self.arms.iter_mut().for_each(Arms::settle_arm);
+        self.clean = true;
     }
 
     /// Arm `i`, checked to be of `kind` on the channel at `channel`.
@@ -115,7 +140,7 @@ impl<'a> Arms<'a> {
             "csp: Selected::{what} called on a timeout (index Select::TIMEOUT), which has no \
              outcome; match on Selected::index() first"
         );
-        let arm = self.0[i]
+        let arm = self.arms[i]
             .as_ref()
             .expect("csp: the selected arm is still there")
             .as_ref()
@@ -157,6 +182,11 @@ pub struct Select<'a> {
     arms: Arms<'a>,
     biased: bool,
     plan: Plan,
+    /// The claim flag of a waiting select, made by the first `select`. It lives here,
+    /// boxed, rather than in the `SelectFuture`: the arms' entries point at it, and the
+    /// `Select` owns the arms, so only the `Select`'s drop (which always runs before the
+    /// arms go) can be trusted to unlink them; a `SelectFuture` may be leaked.
+    choice: Option<Box<Choice>>,
     timeout: Option<Duration>,
 }
 
@@ -172,9 +202,13 @@ impl<'a> Select<'a> {
     /// ```
     pub fn new() -> Select<'a> {
         Select {
-            arms: Arms::default(),
+            arms: Arms {
+                arms: Vec::new(),
+                clean: true,
+            },
             biased: false,
             plan: Plan::default(),
+            choice: None,
             timeout: None,
         }
     }
@@ -193,10 +227,9 @@ impl<'a> Select<'a> {
     /// # });
     /// ```
     pub fn new_biased() -> Select<'a> {
-        Select {
-            biased: true,
-            ..Select::new()
-        }
+        let mut select = Select::new();
+        select.biased = true;
+        select
     }
 
     /// Adds a receive arm; returns its index.
@@ -222,8 +255,22 @@ impl<'a> Select<'a> {
     }
 
     fn push(&mut self, arm: Arm<'a>) -> usize {
-        self.arms.0.push(Some(arm));
-        self.arms.0.len() - 1
+        self.arms.arms.push(Some(arm));
+        self.arms.arms.len() - 1
+    }
+
+    /// Puts right what a select cut short left behind, before the arms are used or
+    /// changed: a leaked `SelectFuture`'s wait is cancelled (an arm a counterpart had
+    /// fired is undone as a dropped select's would be), and a leaked `Selected`'s unread
+    /// outcome dropped.
+    fn settle(&mut self) {
+        if let Some(choice) = self.choice.as_mut().filter(|choice| choice.is_waiting()) {
+            let _ = choice.cancel(&self.arms, &self.plan);
+            self.arms.clean = false;
+        }
+        if !self.arms.clean {
+            self.arms.tidy();
+        }
     }
 
     /// Removes arm `i` (dropping a send arm's unsent value); its index is not reused.
@@ -239,9 +286,10 @@ impl<'a> Select<'a> {
     /// assert!(sel.try_select().is_none());
     /// ```
     pub fn remove(&mut self, i: usize) {
+        self.settle();
         let arm = self
             .arms
-            .0
+            .arms
             .get_mut(i)
             .unwrap_or_else(|| panic!("csp: Select::remove({i}): there is no arm {i}"));
         *arm = None;
@@ -278,10 +326,16 @@ impl<'a> Select<'a> {
     /// assert_eq!((op.index(), op.recv(&rx)), (i, Ok(4)));
     /// ```
     pub fn try_select(&mut self) -> Option<Selected<'_>> {
+        self.settle();
         if !self.plan.prepare(&self.arms, self.biased) {
             return None;
         }
-        let fired = Choice::new().try_now(&self.arms, &self.plan)?;
+        // Settled again by the `Selected`'s drop, or below if nothing fires.
+        self.arms.clean = false;
+        let Some(fired) = Choice::new().try_now(&self.arms, &self.plan) else {
+            self.arms.clean = true;
+            return None;
+        };
         Some(Selected::new(&mut self.arms, fired))
     }
 
@@ -303,10 +357,13 @@ impl<'a> Select<'a> {
     /// # });
     /// ```
     pub fn select(&mut self) -> SelectFuture<'_, 'a> {
+        self.settle();
+        self.choice.get_or_insert_with(|| Box::new(Choice::new()));
+        // Settled again by the `Selected`'s drop.
+        self.arms.clean = false;
         SelectFuture {
             deadline: Deadline::new(self.timeout),
             select: Some(self),
-            choice: Choice::new(),
             _pinned: PhantomPinned,
         }
     }
@@ -318,25 +375,39 @@ impl Default for Select<'_> {
     }
 }
 
+impl Drop for Select<'_> {
+    fn drop(&mut self) {
+        // A leaked `SelectFuture` left its wait to us: unlink the entries before the
+        // arms and the flag go.
+        if let Some(choice) = self.choice.as_mut().filter(|choice| choice.is_waiting()) {
+            let _ = choice.cancel(&self.arms, &self.plan);
+        }
+    }
+}
+
 impl std::fmt::Debug for Select<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Select")
-            .field("arms", &self.arms.0.iter().filter(|a| a.is_some()).count())
+            .field(
+                "arms",
+                &self.arms.arms.iter().filter(|a| a.is_some()).count(),
+            )
             .field("biased", &self.biased)
             .finish()
     }
 }
 
 /// The future of [`Select::select`].
+///
+/// Leaking it (`mem::forget`) is safe: the wait it started belongs to its `Select`,
+/// which cancels it on its next use or its drop.
 #[must_use = "futures do nothing unless polled"]
 pub struct SelectFuture<'s, 'a> {
     /// `None` once it completed.
     select: Option<&'s mut Select<'a>>,
-    choice: Choice,
     /// The `Select`'s timeout.
     deadline: Deadline,
-    /// The arms' entries point at `choice` while it waits; the deadline's wheel entry
-    /// lives inside it.
+    /// The deadline's wheel entry lives inside it.
     _pinned: PhantomPinned,
 }
 
@@ -344,33 +415,37 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
     type Output = Selected<'s>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected<'s>> {
-        // SAFETY: nothing is moved out of the pinned future: `choice` and `deadline` stay
-        // in place, and `select` is a reference, taken only when the choice is done.
+        // SAFETY: nothing is moved out of the pinned future: `deadline` stays in place,
+        // and `select` is a reference, taken only when the choice is done.
         let this = unsafe { self.get_unchecked_mut() };
-        let select = this
+        let Select {
+            arms,
+            biased,
+            plan,
+            choice,
+            ..
+        } = &mut **this
             .select
             .as_mut()
             .expect("csp: a SelectFuture was polled after it completed");
-        let fired =
-            if !this.choice.is_waiting() && !select.plan.prepare(&select.arms, select.biased) {
-                assert!(
-                    this.deadline.is_set(),
-                    "csp: Select::select() with no arm to wait on (every arm was removed or \
+        let choice = choice.as_mut().expect("csp: `select` makes the choice");
+        let fired = if !choice.is_waiting() && !plan.prepare(arms, *biased) {
+            assert!(
+                this.deadline.is_set(),
+                "csp: Select::select() with no arm to wait on (every arm was removed or \
                  spent) and no timeout; it could never complete"
-                );
-                // SAFETY: the deadline is pinned inside this future.
-                std::task::ready!(unsafe { this.deadline.poll(cx) });
-                Select::TIMEOUT
-            } else {
-                // SAFETY: `this` is pinned, and the plan and arms stay unchanged (borrowed
-                // mutably by this future) until the choice completes or is cancelled on
-                // drop.
-                std::task::ready!(unsafe {
-                    this.choice
-                        .poll_until(&select.arms, &mut select.plan, &mut this.deadline, cx)
-                })
+            );
+            // SAFETY: the deadline is pinned inside this future.
+            std::task::ready!(unsafe { this.deadline.poll(cx) });
+            Select::TIMEOUT
+        } else {
+            // SAFETY: the choice is boxed (it stays put) and owned by the `Select`,
+            // whose drop cancels it should this future be leaked; the plan and arms
+            // stay unchanged until it completes or is cancelled, as every `Select`
+            // method that changes them settles (cancels) a waiting choice first.
+            std::task::ready!(unsafe { choice.poll_until(arms, plan, &mut this.deadline, cx) })
                 .unwrap_or(Select::TIMEOUT)
-            };
+        };
         let select = this.select.take().expect("checked above");
         Poll::Ready(Selected::new(&mut select.arms, fired))
     }
@@ -379,9 +454,10 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
 impl Drop for SelectFuture<'_, '_> {
     fn drop(&mut self) {
         if let Some(select) = self.select.as_mut() {
-            if let Some(fired) = self.choice.cancel(&select.arms, &select.plan) {
-                // Its outcome was given back (`abandon`); a fired send is spent.
-                select.arms.spend(fired);
+            if let Some(choice) = select.choice.as_mut() {
+                // An arm that fired before the cancel is undone (`abandon`); the next
+                // select settles what that left (a spent send).
+                let _ = choice.cancel(&select.arms, &select.plan);
             }
         }
     }
@@ -389,8 +465,13 @@ impl Drop for SelectFuture<'_, '_> {
 
 impl std::fmt::Debug for SelectFuture<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let waiting = self
+            .select
+            .as_ref()
+            .and_then(|select| select.choice.as_ref())
+            .is_some_and(|choice| choice.is_waiting());
         f.debug_struct("SelectFuture")
-            .field("waiting", &self.choice.is_waiting())
+            .field("waiting", &waiting)
             .finish()
     }
 }
@@ -401,16 +482,11 @@ impl std::fmt::Debug for SelectFuture<'_, '_> {
 pub struct Selected<'s> {
     arms: &'s mut (dyn FiredArms + Send + 's),
     index: usize,
-    read: bool,
 }
 
 impl<'s> Selected<'s> {
     fn new(arms: &'s mut (dyn FiredArms + Send + 's), index: usize) -> Self {
-        Selected {
-            arms,
-            index,
-            read: false,
-        }
+        Selected { arms, index }
     }
 
     /// The index of the fired arm (as returned by `Select::recv`/`send`).
@@ -438,13 +514,12 @@ impl<'s> Selected<'s> {
     /// sel.recv(&rx);
     /// assert_eq!(sel.try_select().unwrap().recv(&rx), Ok(5));
     /// ```
-    pub fn recv<T>(mut self, rx: &Receiver<T>) -> Result<T, RecvError> {
+    pub fn recv<T>(self, rx: &Receiver<T>) -> Result<T, RecvError> {
         let channel = std::ptr::from_ref(rx.chan()).cast();
         let arm = self.arms.fired(self.index, Kind::Recv, channel, "recv");
         // SAFETY: a receive arm on this `Chan<T>` was made by `Select::recv::<T>` as a
         // `RecvOp<T, &Chan<T>>` (the channel's address fixes its `T`).
         let op = unsafe { &*std::ptr::from_ref(arm).cast::<RecvOp<T, &Chan<T>>>() };
-        self.read = true;
         op.take_result()
             .expect("csp: a fired receive arm has an outcome")
     }
@@ -461,31 +536,23 @@ impl<'s> Selected<'s> {
     /// assert_eq!(sel.try_select().unwrap().send(&tx), Ok(()));
     /// assert_eq!(rx.try_recv(), Ok(3));
     /// ```
-    pub fn send<T>(mut self, tx: &Sender<T>) -> Result<(), SendError<T>> {
+    pub fn send<T>(self, tx: &Sender<T>) -> Result<(), SendError<T>> {
         let channel = std::ptr::from_ref(tx.chan()).cast();
         let arm = self.arms.fired(self.index, Kind::Send, channel, "send");
         // SAFETY: a send arm on this `Chan<T>` was made by `Select::send::<T>` as a
         // `SendOp<T>` (the channel's address fixes its `T`).
         let op = unsafe { &*std::ptr::from_ref(arm).cast::<SendOp<'_, T>>() };
-        let outcome = op
-            .take_result()
-            .expect("csp: a fired send arm has an outcome");
-        self.read = true;
-        outcome
+        op.take_result()
+            .expect("csp: a fired send arm has an outcome")
     }
 }
 
 impl Drop for Selected<'_> {
     fn drop(&mut self) {
-        if self.index == Select::TIMEOUT {
-            return;
-        }
-        if !self.read {
-            // Unread: a received value is dropped (it was received), a sent one is
-            // delivered already.
-            self.arms.discard(self.index);
-        }
-        self.arms.spend(self.index);
+        // Unread, a received value is dropped (it was received), a sent one is
+        // delivered already; a fired send arm is spent. (A `Selected` leaked instead
+        // leaves that to the next select.)
+        self.arms.settle(self.index);
     }
 }
 

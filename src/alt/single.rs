@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Waker};
 use pin_project_lite::pin_project;
 
 use crate::alt::claim::{Claim, Owner, Seen, Wakes};
-use crate::alt::operation::Operation;
+use crate::alt::operation::{Held, Operation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -43,21 +43,18 @@ pin_project! {
                 Stage::Done => op.abandon(),
                 Stage::Waiting => {
                     if claim.seen() == Seen::Pending {
-                        op.lock();
+                        let held = Held::lock(op);
                         match claim.cancel() {
                             Ok(owner) => {
                                 // SAFETY: the lock is held; the entry is unlinked before
                                 // the op's memory goes.
-                                unsafe {
-                                    op.unregister();
-                                    op.unlock();
-                                }
+                                unsafe { op.unregister() };
+                                drop(held);
                                 drop(owner);
                                 return;
                             }
                             // Fired while we waited for the lock.
-                            // SAFETY: the lock is held.
-                            Err(_) => unsafe { op.unlock() },
+                            Err(_) => drop(held),
                         }
                     }
                     // SAFETY: the claim fired this (only) arm.
@@ -105,47 +102,46 @@ impl<O: Operation> Single<O> {
         let claim = this.claim.into_ref().get_ref();
         match *this.stage {
             Stage::Start => {
-                op.lock();
+                let held = Held::lock(op);
                 let mut wakes = Wakes::default();
                 // SAFETY: the lock is held.
                 if unsafe { op.try_now(claim, &mut wakes) } {
-                    // SAFETY: the lock is held.
-                    unsafe { op.unlock() };
-                    wakes.run();
+                    drop(held);
+                    // Done before the wakes run: should a waker panic, the drop of this
+                    // future finds the outcome and gives a received value back.
                     *this.stage = Stage::Done;
+                    wakes.run();
                     return Poll::Ready(());
                 }
                 record_wait(cx.waker(), op);
-                let owner = match Owner::internal(cx.waker()) {
-                    Some(owner) => owner,
+                let (owner, held) = match Owner::internal(cx.waker()) {
+                    Some(owner) => (owner, held),
                     None => {
                         // A foreign waker is cloned with the lock dropped: no foreign code
                         // runs under it. Then try again, as the channel may have changed.
-                        // SAFETY: the lock is held.
-                        unsafe { op.unlock() };
+                        drop(held);
                         let owner = Owner::Foreign(cx.waker().clone());
-                        op.lock();
+                        let held = Held::lock(op);
                         // SAFETY: the lock is held.
                         if unsafe { op.try_now(claim, &mut wakes) } {
-                            // SAFETY: the lock is held.
-                            unsafe { op.unlock() };
-                            wakes.run();
-                            drop(owner);
+                            drop(held);
                             *this.stage = Stage::Done;
+                            drop(owner);
+                            wakes.run();
                             return Poll::Ready(());
                         }
-                        owner
+                        (owner, held)
                     }
                 };
                 claim.begin_wait(owner);
                 // SAFETY: the lock is held; the op is pinned and `Drop` unregisters it;
                 // the claim lives beside it in this pinned struct.
-                unsafe {
-                    op.register(NonNull::from(claim), 0, &mut wakes);
-                    op.unlock();
-                }
-                wakes.run();
+                unsafe { op.register(NonNull::from(claim), 0, &mut wakes) };
+                drop(held);
+                // Waiting before the wakes run: should a waker panic, the drop of this
+                // future unlinks the entry.
                 *this.stage = Stage::Waiting;
+                wakes.run();
                 Poll::Pending
             }
             Stage::Waiting => {
@@ -154,16 +150,14 @@ impl<O: Operation> Single<O> {
                     // (each poll of a process starts with a blank wait word).
                     record_wait(cx.waker(), op);
                     let fresh = Owner::from_waker(cx.waker());
-                    op.lock();
+                    let held = Held::lock(op);
                     if claim.seen() == Seen::Pending {
                         let old = claim.replace_owner(fresh);
-                        // SAFETY: the lock is held.
-                        unsafe { op.unlock() };
+                        drop(held);
                         drop(old);
                         return Poll::Pending;
                     }
-                    // SAFETY: the lock is held.
-                    unsafe { op.unlock() };
+                    drop(held);
                 }
                 // SAFETY: the claim fired this (only) arm.
                 unsafe { op.take_fired() };

@@ -4,7 +4,7 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 
 use crate::alt::claim::{Claim, Wakes};
-use crate::alt::operation::Operation;
+use crate::alt::operation::{Held, Operation};
 use crate::chan::core::{Chan, Side};
 use crate::chan::error::{RecvError, SendError};
 use crate::chan::future::Outcome;
@@ -18,6 +18,7 @@ pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>> {
     chan: C,
     /// Built when the receive first waits.
     waiter: LazyWaiter<T>,
+    linked: Linked,
     result: ResultCell<Result<T, RecvError>>,
 }
 
@@ -25,6 +26,7 @@ pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>> {
 pub(crate) struct SendOp<'a, T> {
     chan: &'a Chan<T>,
     waiter: Waiter<T>,
+    linked: Linked,
     result: ResultCell<Result<(), SendError<T>>>,
 }
 
@@ -34,6 +36,7 @@ pub(crate) struct SendOp<'a, T> {
 pub(crate) struct ReadOp<T, C: Deref<Target = Chan<T>>> {
     chan: C,
     waiter: Waiter<()>,
+    linked: Linked,
     result: ResultCell<Result<T, RecvError>>,
 }
 
@@ -57,11 +60,32 @@ impl<R> ResultCell<R> {
     }
 }
 
+/// The owner's note that an operation's entry may be linked in its channel: set when it
+/// registers, cleared when the owner unlinks it or learns that its claimer did (the arm
+/// fired). An operation dropped with it set unlinks its own entry first (`Drop`), so the
+/// channel never reaches freed memory even when the choice that registered it was
+/// leaked (`mem::forget`) and never cancelled. Owner-only: never read by claimers.
+#[derive(Default)]
+struct Linked(std::cell::Cell<bool>);
+
+impl Linked {
+    #[inline]
+    fn set(&self, linked: bool) {
+        self.0.set(linked);
+    }
+
+    #[inline]
+    fn get(&self) -> bool {
+        self.0.get()
+    }
+}
+
 /// Waiting for the channel to close.
 pub(crate) struct ClosedOp<'a, T> {
     chan: &'a Chan<T>,
     /// Built when the watch first waits.
     waiter: LazyWaiter<()>,
+    linked: Linked,
 }
 
 impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
@@ -70,6 +94,7 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
         RecvOp {
             chan,
             waiter: LazyWaiter::new(),
+            linked: Linked::default(),
             result: ResultCell::new(),
         }
     }
@@ -108,6 +133,7 @@ impl<'a, T> SendOp<'a, T> {
         SendOp {
             chan,
             waiter: Waiter::new(Some(value)),
+            linked: Linked::default(),
             result: ResultCell::new(),
         }
     }
@@ -127,6 +153,7 @@ impl<'a, T> SendOp<'a, T> {
             chan,
             // SAFETY: per the caller.
             waiter: unsafe { Waiter::with_shared_slot(slot) },
+            linked: Linked::default(),
             result: ResultCell::new(),
         }
     }
@@ -138,6 +165,17 @@ impl<'a, T> SendOp<'a, T> {
     /// The outcome, once the choice completed this arm.
     pub(crate) fn take_result(&self) -> Option<Result<(), SendError<T>>> {
         self.result.take()
+    }
+
+    /// True while the value is still the op's to send (not delivered, not handed back
+    /// as the outcome).
+    ///
+    /// # Safety
+    /// Called by the owner with no choice of the op in progress (so no claimer can
+    /// reach the entry's slot).
+    pub(crate) unsafe fn has_value(&self) -> bool {
+        // SAFETY: per the caller, the slot is the owner's.
+        unsafe { self.waiter.with_slot(|slot| slot.is_some()) }
     }
 
     /// The entry to link: a send's is built with it, holding the value.
@@ -157,6 +195,7 @@ impl<T, C: Deref<Target = Chan<T>>> ReadOp<T, C> {
         ReadOp {
             chan,
             waiter: Waiter::new(None),
+            linked: Linked::default(),
             result: ResultCell::new(),
         }
     }
@@ -173,6 +212,7 @@ impl<'a, T> ClosedOp<'a, T> {
         ClosedOp {
             chan,
             waiter: LazyWaiter::new(),
+            linked: Linked::default(),
         }
     }
 }
@@ -266,6 +306,7 @@ macro_rules! wait_list_entry {
                 entry.as_ref().set_choice(claim, arm);
                 self.chan.state_mut().register($side, entry, wakes);
             }
+            self.linked.set(true);
         }
 
         unsafe fn unregister(&self) {
@@ -275,6 +316,7 @@ macro_rules! wait_list_entry {
                     self.chan.state_mut().unregister($side, entry)
                 }
             }
+            self.linked.set(false);
         }
     };
 }
@@ -293,6 +335,8 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
         let entry = unsafe { self.built_entry() }.expect("csp: a receive fired unregistered");
         // SAFETY: the claim fired this arm: the slot is the owner's again.
         let value = unsafe { entry.as_ref().with_slot(Option::take) };
+        // Its claimer unlinked the entry.
+        self.linked.set(false);
         self.result.set(value.ok_or(RecvError));
     }
 
@@ -338,6 +382,8 @@ impl<T> Operation for SendOp<'_, T> {
         // SAFETY: the claim fired this arm: the slot is the owner's again. A value still
         // there means the close fired it, not a receiver.
         let value = unsafe { self.waiter.with_slot(Option::take) };
+        // Its claimer unlinked the entry.
+        self.linked.set(false);
         self.result.set(match value {
             None => Ok(()),
             Some(value) => Err(SendError(value)),
@@ -371,6 +417,7 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
                 .state_mut()
                 .add_reader(NonNull::from(&self.waiter));
         }
+        self.linked.set(true);
     }
 
     unsafe fn unregister(&self) {
@@ -380,9 +427,13 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
                 .state_mut()
                 .remove_reader(NonNull::from(&self.waiter))
         }
+        self.linked.set(false);
     }
 
-    unsafe fn take_fired(&self) {}
+    unsafe fn take_fired(&self) {
+        // Its claimer unlinked the entry.
+        self.linked.set(false);
+    }
 
     fn abandon(&self) {
         give_back_unread(&self.chan, &self.result);
@@ -410,6 +461,7 @@ impl<T> Operation for ClosedOp<'_, T> {
             entry.as_ref().set_choice(claim, arm);
             self.chan.state_mut().watch(entry);
         }
+        self.linked.set(true);
     }
 
     unsafe fn unregister(&self) {
@@ -419,15 +471,78 @@ impl<T> Operation for ClosedOp<'_, T> {
                 self.chan.state_mut().unwatch(entry)
             }
         }
+        self.linked.set(false);
     }
 
-    unsafe fn take_fired(&self) {}
+    unsafe fn take_fired(&self) {
+        // Its claimer unlinked the entry.
+        self.linked.set(false);
+    }
 
     fn abandon(&self) {}
 
     fn describe(&self) -> WaitOn {
         WaitOn::Closed {
             channel: self.chan.id(),
+        }
+    }
+}
+
+/// Unlinks the entry of an operation dropped while it may still be linked (its choice
+/// was leaked, so never cancelled): the memory's owner unlinks it, under the channel's
+/// lock. A value a sender handed to a receive's entry meanwhile goes back to the
+/// channel; the rest (a send's undelivered value) drops with the operation, after the
+/// lock.
+fn unlink_orphan(op: &impl Operation, give_back: impl FnOnce(&mut Wakes)) {
+    let mut wakes = Wakes::default();
+    {
+        let _held = Held::lock(op);
+        // SAFETY: the lock is held.
+        unsafe { op.unregister() };
+        give_back(&mut wakes);
+    }
+    wakes.run();
+}
+
+impl<T, C: Deref<Target = Chan<T>>> Drop for RecvOp<T, C> {
+    fn drop(&mut self) {
+        if !self.linked.get() {
+            return;
+        }
+        let (chan, waiter) = (&*self.chan, &self.waiter);
+        unlink_orphan(self, |wakes| {
+            // SAFETY: owner-only, and the entry is unlinked under the channel's lock,
+            // which every claimer of it holds: nobody else reaches its slot now.
+            let handed = unsafe { waiter.get() }
+                .and_then(|entry| unsafe { entry.as_ref().with_slot(Option::take) });
+            if let Some(value) = handed {
+                // SAFETY: the lock is held.
+                unsafe { chan.state_mut() }.give_back(value, wakes);
+            }
+        });
+    }
+}
+
+impl<T> Drop for SendOp<'_, T> {
+    fn drop(&mut self) {
+        if self.linked.get() {
+            unlink_orphan(self, |_| {});
+        }
+    }
+}
+
+impl<T, C: Deref<Target = Chan<T>>> Drop for ReadOp<T, C> {
+    fn drop(&mut self) {
+        if self.linked.get() {
+            unlink_orphan(self, |_| {});
+        }
+    }
+}
+
+impl<T> Drop for ClosedOp<'_, T> {
+    fn drop(&mut self) {
+        if self.linked.get() {
+            unlink_orphan(self, |_| {});
         }
     }
 }

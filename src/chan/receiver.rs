@@ -96,8 +96,21 @@ impl<T> Receiver<T> {
                 None => Err(TryRecvError::Empty),
             }
         };
-        wakes.run();
-        result
+        match wakes.run_catching() {
+            // The waker of the sender it took from panicked: the value goes back to the
+            // channel, ahead of the others, before the panic reaches the caller (unless
+            // this thread is unwinding already: then the caller gets the value).
+            Err(panic) if !std::thread::panicking() => {
+                if let Ok(value) = result {
+                    let mut wakes = Wakes::default();
+                    self.chan.lock().give_back(value, &mut wakes);
+                    // A second panic would only repeat the first; every owner is woken.
+                    let _ = wakes.run_catching();
+                }
+                std::panic::resume_unwind(panic)
+            }
+            _ => result,
+        }
     }
 
     /// Receives, blocking the OS thread until a value arrives or the channel closes:

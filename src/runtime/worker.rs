@@ -23,7 +23,9 @@
 //! parks. A process can wait in the slot only for the rest of the poll that woke it; a
 //! poll that blocks its thread for long delays that one process (it cannot be stolen
 //! from the slot), as tokio's LIFO slot does, and the fewer than [`DISPLACED_BATCH`]
-//! processes it pushed out of the slot.
+//! processes it pushed out of the slot. DESIGN.md asks for the slot to be flushed when a
+//! poll runs long; that is not done (it needs a check of the clock or a watcher thread
+//! on the handoff's path), and the crate docs tell users of the limit.
 //!
 //! Holding those back is what keeps message passing between processes on one worker
 //! when it pays: a receiver that drains a buffer wakes one waiting sender per message

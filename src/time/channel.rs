@@ -6,6 +6,7 @@
 //! the channel never closes while anyone can receive from it; when the last `Receiver`
 //! drops, the hook unlinks the entry and drops the timer, sender and all.
 
+use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
@@ -155,18 +156,22 @@ impl ChannelTimer {
     /// The deadline came (at `now`): send, then re-arm a `tick`.
     pub(crate) fn fire(timer: Arc<ChannelTimer>, timers: &Timers, now: Instant) {
         // Full: a tick nobody took yet keeps its instant; closed: nobody listens.
-        // From the runtime's own wheel: not a use from outside (`chan/home.rs`).
-        let _ = timer.sender.offer(now);
-        let Some((origin, period)) = timer.schedule else {
-            return;
-        };
-        match next_tick(origin, period, now) {
-            Some(next) => {
-                let tick = timers.deadline_tick(next);
-                timers.rearm_channel(timer, tick);
+        // From the runtime's own wheel: not a use from outside (`chan/home.rs`). A
+        // receiver's waker that panics does not stop the tick: the next one is armed
+        // first, then the panic goes on to the wheel's firing loop.
+        let offered = std::panic::catch_unwind(AssertUnwindSafe(|| timer.sender.offer(now)));
+        if let Some((origin, period)) = timer.schedule {
+            match next_tick(origin, period, now) {
+                Some(next) => {
+                    let tick = timers.deadline_tick(next);
+                    timers.rearm_channel(timer, tick);
+                }
+                // Past what `Instant` can represent: it would never fire again anyway.
+                None => drop(timer),
             }
-            // Past what `Instant` can represent: it would never fire again anyway.
-            None => drop(timer),
+        }
+        if let Err(panic) = offered {
+            std::panic::resume_unwind(panic);
         }
     }
 

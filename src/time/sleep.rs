@@ -187,13 +187,15 @@ impl Future for Sleep {
             let owner = Owner::from_waker(cx.waker());
             // SAFETY: the entry is pinned and unlinked; `PinnedDrop` disarms it.
             let (armed, rest) = unsafe { timers.arm(entry, tick, Action::Wake(owner)) };
-            drop(rest);
             match armed {
                 Armed::Waiting { wake_a_worker } => {
                     if wake_a_worker {
                         runtime.shared.idle().notify_work();
                     }
+                    // Recorded before `rest` drops: that may run a foreign waker's drop,
+                    // and should it panic, `PinnedDrop` must know where to disarm.
                     *this.runtime = Some(runtime);
+                    drop(rest);
                     return Poll::Pending;
                 }
                 Armed::Expired => {

@@ -11,6 +11,7 @@
 //! Expired entries are taken out under the lock in batches and fired after unlocking,
 //! so no waker and no channel operation runs under the wheel's lock.
 
+use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -304,11 +305,14 @@ impl Timers {
             fired_any |= taken > 0;
             let at = Instant::now();
             for action in &mut batch[..taken] {
-                match std::mem::replace(action, Action::None) {
+                let action = std::mem::replace(action, Action::None);
+                // A worker never dies of a waker's panic: the panic hook has reported it,
+                // and the rest of the batch still fires.
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| match action {
                     Action::None => {}
                     Action::Wake(owner) => owner.wake(),
                     Action::Channel(timer) => ChannelTimer::fire(timer, self, at),
-                }
+                }));
             }
             if taken < TIMER_FIRE_BATCH {
                 return fired_any;
@@ -369,11 +373,13 @@ impl Timers {
             self.publish_next(&inner);
         }
         for action in actions {
-            match action {
+            // As in `fire_batches`: every timer is woken or closed whatever one waker
+            // does, and the runtime's drop goes on.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| match action {
                 Action::None => {}
                 Action::Wake(owner) => owner.wake(),
                 Action::Channel(timer) => timer.close(),
-            }
+            }));
         }
     }
 

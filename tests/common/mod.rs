@@ -190,6 +190,36 @@ impl Wake for CountingWaker {
     }
 }
 
+/// A waker whose wake panics with `"waker panics"` (after counting the wake): the
+/// foreign code that csp must survive without losing or stranding anything.
+#[derive(Default, Debug)]
+pub struct PanickingWaker {
+    wakes: AtomicUsize,
+}
+
+impl PanickingWaker {
+    pub fn new() -> (Arc<PanickingWaker>, Waker) {
+        let probe = Arc::new(PanickingWaker::default());
+        let waker = Waker::from(probe.clone());
+        (probe, waker)
+    }
+
+    pub fn wakes(&self) -> usize {
+        self.wakes.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for PanickingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        panic!("waker panics");
+    }
+}
+
 /// Polls `future` once with `waker`.
 pub fn poll_once<F: Future + Unpin>(future: &mut F, waker: &Waker) -> Poll<F::Output> {
     Pin::new(future).poll(&mut Context::from_waker(waker))
