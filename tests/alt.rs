@@ -689,7 +689,7 @@ fn a_leaked_alt_future_leaves_no_entry_behind_when_its_arms_go() {
         let mut arm = Box::pin(Some(RecvArm::new(&rx)));
         let mut future = Box::pin(alt::<1, _>((arm.as_mut().as_pin_mut(), ()), false, false));
         assert!(future.as_mut().poll(&mut cx).is_pending());
-        std::mem::forget(future);
+        common::forget_boxed(future);
 
         // The leaked future's arm cannot serve a second choice.
         let reused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -724,7 +724,7 @@ fn a_leaked_alt_future_that_was_handed_a_value_gives_it_back() {
                 .poll(&mut Context::from_waker(&waker))
                 .is_pending()
         );
-        std::mem::forget(future);
+        common::forget_boxed(future);
         tx.try_send(Tracked::new(9, &drops)).unwrap();
         drop(arm);
         assert_eq!(drops.get(), 0);

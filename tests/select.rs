@@ -2121,7 +2121,7 @@ fn a_leaked_pending_select_leaves_no_entry_behind_when_the_select_goes() {
         sel.recv(&rx);
         let mut future = Box::pin(sel.select());
         assert!(poll_noop(future.as_mut()).is_pending());
-        std::mem::forget(future);
+        common::forget_boxed(future);
         drop(sel);
         assert_eq!(tx.try_send(7), Err(TrySendError::Full(7)));
         assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
@@ -2139,7 +2139,7 @@ fn a_leaked_select_that_was_handed_a_value_gives_it_back() {
         sel.recv(&rx);
         let mut future = Box::pin(sel.select());
         assert!(poll_noop(future.as_mut()).is_pending());
-        std::mem::forget(future);
+        common::forget_boxed(future);
         tx.try_send(Tracked::new(5, &drops)).unwrap();
         drop(sel);
         assert_eq!(drops.get(), 0);
@@ -2160,7 +2160,7 @@ fn a_select_used_again_after_a_leaked_future_waits_once_per_arm() {
         sel.recv(&rx2);
         let mut leaked = Box::pin(sel.select());
         assert!(poll_noop(leaked.as_mut()).is_pending());
-        std::mem::forget(leaked);
+        common::forget_boxed(leaked);
 
         let mut future = Box::pin(sel.select());
         assert!(poll_noop(future.as_mut()).is_pending());

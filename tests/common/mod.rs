@@ -220,6 +220,17 @@ impl Wake for PanickingWaker {
     }
 }
 
+/// `mem::forget` of a boxed value, as a test of a leak does, with its address kept where
+/// valgrind's leak check finds it: the block the test leaks on purpose then reads as
+/// still reachable, not lost (`.ci/run` fails on definite leaks).
+pub fn forget_boxed<T: ?Sized>(boxed: Pin<Box<T>>) {
+    static LEAKED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+    // A `Box`'s block starts where its value does.
+    let address = std::ptr::from_ref::<T>(&boxed).cast::<u8>() as usize;
+    LEAKED.lock().unwrap().push(address);
+    std::mem::forget(boxed);
+}
+
 /// Polls `future` once with `waker`.
 pub fn poll_once<F: Future + Unpin>(future: &mut F, waker: &Waker) -> Poll<F::Output> {
     Pin::new(future).poll(&mut Context::from_waker(waker))
