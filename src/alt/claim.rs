@@ -88,12 +88,13 @@ impl Owner {
     #[inline]
     pub(crate) fn wake_catching(self, panic: &mut Option<Panic>) {
         match self {
+            Owner::Process(task) => task.wake(),
+            Owner::Main(parker) => parker.unpark(),
             Owner::Foreign(waker) => {
                 if let Err(caught) = std::panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
                     panic.get_or_insert(caught);
                 }
             }
-            internal => internal.wake(),
         }
     }
 }
@@ -150,25 +151,29 @@ impl Wakes {
     /// it has put its own state right.
     #[inline]
     pub(crate) fn run_catching(self) -> Result<(), Panic> {
-        // Most operations wake nobody: that case costs one test, inline.
-        if self.first.is_none() {
-            return Ok(());
+        let Wakes { first, more } = self;
+        match first {
+            // Most operations wake nobody, and most of the rest one process (csp's own
+            // code, which does not panic): both inline.
+            None => Ok(()),
+            Some(Owner::Process(task)) if more.is_empty() => {
+                task.wake();
+                Ok(())
+            }
+            Some(first) => Wakes::wake_all(first, more),
         }
-        self.wake_all()
     }
 
-    fn wake_all(self) -> Result<(), Panic> {
-        let Wakes { first, more } = self;
+    fn wake_all(first: Owner, more: Vec<Owner>) -> Result<(), Panic> {
         let mut panic = None;
-        if let Some(owner) = first {
+        first.wake_catching(&mut panic);
+        for owner in more {
             owner.wake_catching(&mut panic);
         }
-        if !more.is_empty() {
-            for owner in more {
-                owner.wake_catching(&mut panic);
-            }
+        match panic {
+            None => Ok(()),
+            Some(panic) => Err(panic),
         }
-        panic.map_or(Ok(()), Err)
     }
 }
 

@@ -4,9 +4,9 @@
 //! it:
 //! - an arm's entry is linked only while the arm is pinned, and an arm dropped with its
 //!   entry still linked (its future leaked) unlinks it itself (the operations' `Drop`);
-//! - an [`AltFuture`] holds its arms by `Pin<&mut _>`, so no two choices share one, and
-//!   an arm serves one choice in its life (a second is refused with a panic, before any
-//!   channel is touched);
+//! - an [`AltFuture`] holds its arms by `Pin<&mut _>`, so no two choices share one at
+//!   once, and an arm whose earlier choice left it linked, unread or spent is refused
+//!   with a panic, before any channel is touched;
 //! - an `AltFuture` is `Send` exactly when its arms are.
 
 use std::borrow::Borrow;
@@ -103,11 +103,12 @@ impl<'a, A: AltArm, Rest: ArmList<'a>> ArmList<'a> for (Option<Pin<&'a mut A>>, 
     }
 }
 
-/// Panics unless the arm is fresh, then marks it used.
+/// Panics unless the arm can serve a new choice: a choice it served before may have
+/// left its entry linked (a leaked future) or its outcome unread, or spent its value.
 #[inline]
-fn first_use(used: &mut bool) {
+fn check_fresh(fresh: bool) {
     assert!(
-        !std::mem::replace(used, true),
+        fresh,
         "csp: an alt! arm serves one choice; build a new arm for each"
     );
 }
@@ -115,25 +116,21 @@ fn first_use(used: &mut bool) {
 /// A receive arm.
 pub struct RecvArm<'a, T> {
     op: RecvOp<T, &'a Chan<T>>,
-    used: bool,
 }
 
 /// A send arm, holding its value until it fires (or is dropped).
 pub struct SendArm<'a, T> {
     op: SendOp<'a, T>,
-    used: bool,
 }
 
 /// A `closed(tx)` arm.
 pub struct ClosedArm<'a, T> {
     op: ClosedOp<'a, T>,
-    used: bool,
 }
 
 /// A `recv_any(&rxs)` arm: a receive on each of a run-time number of channels.
 pub struct RecvAnyArm<'a, T> {
     ops: Vec<RecvOp<T, &'a Chan<T>>>,
-    used: bool,
 }
 
 /// A `send_any(&txs, value)` arm: one value, offered on each of a run-time number of
@@ -143,7 +140,6 @@ pub struct SendAnyArm<'a, T> {
     /// The value, in a heap cell the ops' entries point at (so it stays put however the
     /// arm moves); only reached through them. Owned: freed by `Drop`, after the ops.
     value: NonNull<UnsafeCell<Option<T>>>,
-    used: bool,
     _owns: PhantomData<Box<UnsafeCell<Option<T>>>>,
 }
 
@@ -165,7 +161,6 @@ impl<'a, T> RecvArm<'a, T> {
     pub fn new<R: Borrow<Receiver<T>> + ?Sized>(rx: &'a R) -> Self {
         RecvArm {
             op: RecvOp::new(rx.borrow().chan()),
-            used: false,
         }
     }
 
@@ -182,7 +177,6 @@ impl<'a, T> SendArm<'a, T> {
     pub fn new<S: Borrow<Sender<T>> + ?Sized>(tx: &'a S, value: T) -> Self {
         SendArm {
             op: SendOp::new(tx.borrow().chan(), value),
-            used: false,
         }
     }
 
@@ -199,7 +193,6 @@ impl<'a, T> ClosedArm<'a, T> {
     pub fn new<S: Borrow<Sender<T>> + ?Sized>(tx: &'a S) -> Self {
         ClosedArm {
             op: ClosedOp::new(tx.borrow().chan()),
-            used: false,
         }
     }
 }
@@ -218,7 +211,6 @@ impl<'a, T> RecvAnyArm<'a, T> {
                 .iter()
                 .map(|rx| RecvOp::new(rx.borrow().chan()))
                 .collect(),
-            used: false,
         }
     }
 
@@ -251,7 +243,6 @@ impl<'a, T> SendAnyArm<'a, T> {
         SendAnyArm {
             ops,
             value,
-            used: false,
             _owns: PhantomData,
         }
     }
@@ -264,25 +255,26 @@ impl<'a, T> SendAnyArm<'a, T> {
     }
 }
 
-/// `AltArm` for an arm of one operation (`$op`) or of many (`$ops`).
+/// `AltArm` for an arm of one operation (`one`) or of many (`many`).
 macro_rules! alt_arm {
     ($name:ident, one $field:ident) => {
-        alt_arm!(@impl $name, |arm| Slot::One(&arm.$field));
+        alt_arm!(@impl $name, |arm| arm.$field.can_serve(), Slot::One(&arm.$field));
     };
     ($name:ident, many $field:ident) => {
-        alt_arm!(@impl $name, |arm| Slot::Many(&arm.$field));
+        alt_arm!(
+            @impl $name,
+            |arm| arm.$field.iter().all(|op| op.can_serve()),
+            Slot::Many(&arm.$field)
+        );
     };
-    (@impl $name:ident, |$arm:ident| $slot:expr) => {
+    (@impl $name:ident, |$arm:ident| $fresh:expr, $slot:expr) => {
         impl<T> sealed::Sealed for $name<'_, T> {}
 
         impl<T> AltArm for $name<'_, T> {
             #[inline]
             fn arm_ref(self: Pin<&mut Self>) -> ArmRef<'_> {
-                // SAFETY: only the `used` flag is written, never moved out of; the
-                // operations stay pinned.
-                let $arm = unsafe { self.get_unchecked_mut() };
-                first_use(&mut $arm.used);
-                let $arm = &*$arm;
+                let $arm = self.into_ref().get_ref();
+                check_fresh($fresh);
                 ArmRef($slot)
             }
         }

@@ -16,7 +16,8 @@
 //!    memory is not enough: it may be leaked while the owner lives on. So a `Select`
 //!    owns its arms and its claim flag and cancels a wait its leaked `SelectFuture` left
 //!    (`select.rs`); an `alt!` arm, and every channel operation, unlinks its own entry
-//!    when dropped while linked (`chan/ops.rs`); an arm serves one choice in its life.
+//!    when dropped while linked (`chan/ops.rs`); a new choice refuses an arm that an
+//!    earlier one left linked, unread or spent.
 //! 2. **State is recorded before any foreign code runs.** A waker's `wake`, `clone` or
 //!    `drop`, and a `T`'s `Drop`, may panic and unwind through the caller: by then the
 //!    caller's state must say what its destructor has to undo (a future is `Waiting`

@@ -18,7 +18,6 @@ pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>> {
     chan: C,
     /// Built when the receive first waits.
     waiter: LazyWaiter<T>,
-    linked: Linked,
     result: ResultCell<Result<T, RecvError>>,
 }
 
@@ -26,7 +25,6 @@ pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>> {
 pub(crate) struct SendOp<'a, T> {
     chan: &'a Chan<T>,
     waiter: Waiter<T>,
-    linked: Linked,
     result: ResultCell<Result<(), SendError<T>>>,
 }
 
@@ -36,7 +34,6 @@ pub(crate) struct SendOp<'a, T> {
 pub(crate) struct ReadOp<T, C: Deref<Target = Chan<T>>> {
     chan: C,
     waiter: Waiter<()>,
-    linked: Linked,
     result: ResultCell<Result<T, RecvError>>,
 }
 
@@ -58,25 +55,10 @@ impl<R> ResultCell<R> {
         // SAFETY: owner-only.
         self.0.with_mut(|r| unsafe { (*r).take() })
     }
-}
 
-/// The owner's note that an operation's entry may be linked in its channel: set when it
-/// registers, cleared when the owner unlinks it or learns that its claimer did (the arm
-/// fired). An operation dropped with it set unlinks its own entry first (`Drop`), so the
-/// channel never reaches freed memory even when the choice that registered it was
-/// leaked (`mem::forget`) and never cancelled. Owner-only: never read by claimers.
-#[derive(Default)]
-struct Linked(std::cell::Cell<bool>);
-
-impl Linked {
-    #[inline]
-    fn set(&self, linked: bool) {
-        self.0.set(linked);
-    }
-
-    #[inline]
-    fn get(&self) -> bool {
-        self.0.get()
+    fn is_empty(&self) -> bool {
+        // SAFETY: owner-only.
+        self.0.with(|r| unsafe { (*r).is_none() })
     }
 }
 
@@ -85,7 +67,6 @@ pub(crate) struct ClosedOp<'a, T> {
     chan: &'a Chan<T>,
     /// Built when the watch first waits.
     waiter: LazyWaiter<()>,
-    linked: Linked,
 }
 
 impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
@@ -94,7 +75,6 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
         RecvOp {
             chan,
             waiter: LazyWaiter::new(),
-            linked: Linked::default(),
             result: ResultCell::new(),
         }
     }
@@ -133,7 +113,6 @@ impl<'a, T> SendOp<'a, T> {
         SendOp {
             chan,
             waiter: Waiter::new(Some(value)),
-            linked: Linked::default(),
             result: ResultCell::new(),
         }
     }
@@ -153,7 +132,6 @@ impl<'a, T> SendOp<'a, T> {
             chan,
             // SAFETY: per the caller.
             waiter: unsafe { Waiter::with_shared_slot(slot) },
-            linked: Linked::default(),
             result: ResultCell::new(),
         }
     }
@@ -195,7 +173,6 @@ impl<T, C: Deref<Target = Chan<T>>> ReadOp<T, C> {
         ReadOp {
             chan,
             waiter: Waiter::new(None),
-            linked: Linked::default(),
             result: ResultCell::new(),
         }
     }
@@ -212,7 +189,6 @@ impl<'a, T> ClosedOp<'a, T> {
         ClosedOp {
             chan,
             waiter: LazyWaiter::new(),
-            linked: Linked::default(),
         }
     }
 }
@@ -306,17 +282,16 @@ macro_rules! wait_list_entry {
                 entry.as_ref().set_choice(claim, arm);
                 self.chan.state_mut().register($side, entry, wakes);
             }
-            self.linked.set(true);
         }
 
         unsafe fn unregister(&self) {
             // SAFETY: the caller holds the lock; only a built entry can be linked.
             unsafe {
                 if let Some(entry) = self.built_entry() {
-                    self.chan.state_mut().unregister($side, entry)
+                    self.chan.state_mut().unregister($side, entry);
+                    entry.as_ref().clear_choice();
                 }
             }
-            self.linked.set(false);
         }
     };
 }
@@ -334,9 +309,12 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
         // SAFETY: owner-only; an entry that fired was built (to be linked).
         let entry = unsafe { self.built_entry() }.expect("csp: a receive fired unregistered");
         // SAFETY: the claim fired this arm: the slot is the owner's again.
-        let value = unsafe { entry.as_ref().with_slot(Option::take) };
-        // Its claimer unlinked the entry.
-        self.linked.set(false);
+        // SAFETY: as above; its claimer unlinked the entry.
+        let value = unsafe {
+            let entry = entry.as_ref();
+            entry.clear_choice();
+            entry.with_slot(Option::take)
+        };
         self.result.set(value.ok_or(RecvError));
     }
 
@@ -381,9 +359,11 @@ impl<T> Operation for SendOp<'_, T> {
     unsafe fn take_fired(&self) {
         // SAFETY: the claim fired this arm: the slot is the owner's again. A value still
         // there means the close fired it, not a receiver.
-        let value = unsafe { self.waiter.with_slot(Option::take) };
         // Its claimer unlinked the entry.
-        self.linked.set(false);
+        let value = unsafe {
+            self.waiter.clear_choice();
+            self.waiter.with_slot(Option::take)
+        };
         self.result.set(match value {
             None => Ok(()),
             Some(value) => Err(SendError(value)),
@@ -417,7 +397,6 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
                 .state_mut()
                 .add_reader(NonNull::from(&self.waiter));
         }
-        self.linked.set(true);
     }
 
     unsafe fn unregister(&self) {
@@ -425,14 +404,14 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
         unsafe {
             self.chan
                 .state_mut()
-                .remove_reader(NonNull::from(&self.waiter))
+                .remove_reader(NonNull::from(&self.waiter));
+            self.waiter.clear_choice();
         }
-        self.linked.set(false);
     }
 
     unsafe fn take_fired(&self) {
-        // Its claimer unlinked the entry.
-        self.linked.set(false);
+        // SAFETY: the claim fired this arm: its claimer unlinked the entry.
+        unsafe { self.waiter.clear_choice() };
     }
 
     fn abandon(&self) {
@@ -461,22 +440,26 @@ impl<T> Operation for ClosedOp<'_, T> {
             entry.as_ref().set_choice(claim, arm);
             self.chan.state_mut().watch(entry);
         }
-        self.linked.set(true);
     }
 
     unsafe fn unregister(&self) {
         // SAFETY: the caller holds the lock; only a built entry can be linked.
         unsafe {
             if let Some(entry) = self.waiter.get() {
-                self.chan.state_mut().unwatch(entry)
+                self.chan.state_mut().unwatch(entry);
+                entry.as_ref().clear_choice();
             }
         }
-        self.linked.set(false);
     }
 
     unsafe fn take_fired(&self) {
-        // Its claimer unlinked the entry.
-        self.linked.set(false);
+        // SAFETY: the claim fired this arm: its claimer unlinked the entry. An entry
+        // that fired was built.
+        unsafe {
+            if let Some(entry) = self.waiter.get() {
+                entry.as_ref().clear_choice();
+            }
+        }
     }
 
     fn abandon(&self) {}
@@ -485,6 +468,66 @@ impl<T> Operation for ClosedOp<'_, T> {
         WaitOn::Closed {
             channel: self.chan.id(),
         }
+    }
+}
+
+// `may_be_linked`: whether an operation's entry may be linked in its channel, as it
+// belongs to a choice (`Waiter::is_chosen`) from its registration until its owner learns
+// it unlinked. Owner-only. An operation dropped with it true unlinks its own entry first
+// (`Drop`), so the channel never reaches freed memory even when the choice that
+// registered it was leaked (`mem::forget`) and never cancelled.
+
+impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
+    /// See above.
+    #[inline]
+    fn may_be_linked(&self) -> bool {
+        // SAFETY: the owner's look at its own entry, whose choice claimers only read.
+        unsafe { self.waiter.get() }.is_some_and(|entry| unsafe { entry.as_ref() }.is_chosen())
+    }
+
+    /// True if a new choice may take the op as an arm: no entry linked for an earlier
+    /// one, and no outcome left unread. For the owner.
+    #[inline]
+    pub(crate) fn can_serve(&self) -> bool {
+        !self.may_be_linked() && self.result.is_empty()
+    }
+}
+
+impl<T> ClosedOp<'_, T> {
+    /// See above.
+    #[inline]
+    fn may_be_linked(&self) -> bool {
+        // SAFETY: as for `RecvOp`.
+        unsafe { self.waiter.get() }.is_some_and(|entry| unsafe { entry.as_ref() }.is_chosen())
+    }
+
+    /// As [`RecvOp::can_serve`].
+    #[inline]
+    pub(crate) fn can_serve(&self) -> bool {
+        !self.may_be_linked()
+    }
+}
+
+impl<T> SendOp<'_, T> {
+    /// See above.
+    #[inline]
+    fn may_be_linked(&self) -> bool {
+        self.waiter.is_chosen()
+    }
+
+    /// As [`RecvOp::can_serve`], and the value still there to send.
+    #[inline]
+    pub(crate) fn can_serve(&self) -> bool {
+        // SAFETY: nothing linked: no choice holds the op, so the slot is the owner's.
+        !self.may_be_linked() && self.result.is_empty() && unsafe { self.has_value() }
+    }
+}
+
+impl<T, C: Deref<Target = Chan<T>>> ReadOp<T, C> {
+    /// See above.
+    #[inline]
+    fn may_be_linked(&self) -> bool {
+        self.waiter.is_chosen()
     }
 }
 
@@ -505,10 +548,19 @@ fn unlink_orphan(op: &impl Operation, give_back: impl FnOnce(&mut Wakes)) {
 }
 
 impl<T, C: Deref<Target = Chan<T>>> Drop for RecvOp<T, C> {
+    #[inline]
     fn drop(&mut self) {
-        if !self.linked.get() {
-            return;
+        if self.may_be_linked() {
+            self.unlink_orphan();
         }
+    }
+}
+
+impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
+    /// `Drop`'s rare path: a value handed to the entry goes back to the channel.
+    #[cold]
+    #[inline(never)]
+    fn unlink_orphan(&self) {
         let (chan, waiter) = (&*self.chan, &self.waiter);
         unlink_orphan(self, |wakes| {
             // SAFETY: owner-only, and the entry is unlinked under the channel's lock,
@@ -523,26 +575,30 @@ impl<T, C: Deref<Target = Chan<T>>> Drop for RecvOp<T, C> {
     }
 }
 
-impl<T> Drop for SendOp<'_, T> {
-    fn drop(&mut self) {
-        if self.linked.get() {
-            unlink_orphan(self, |_| {});
+/// `Drop` for an operation with nothing to give back: unlinks its entry if it may be
+/// linked (the check inline, the unlinking out of line).
+macro_rules! unlink_on_drop {
+    ($($ty:ty $(where $($bounds:tt)*)?),*) => {$(
+        impl<T, $($($bounds)*)?> Drop for $ty {
+            #[inline]
+            fn drop(&mut self) {
+                if self.may_be_linked() {
+                    unlink_orphan_cold(self);
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl<T, C: Deref<Target = Chan<T>>> Drop for ReadOp<T, C> {
-    fn drop(&mut self) {
-        if self.linked.get() {
-            unlink_orphan(self, |_| {});
-        }
-    }
+/// `unlink_orphan` with nothing to give back, out of the way of the common drop.
+#[cold]
+#[inline(never)]
+fn unlink_orphan_cold(op: &impl Operation) {
+    unlink_orphan(op, |_| {});
 }
 
-impl<T> Drop for ClosedOp<'_, T> {
-    fn drop(&mut self) {
-        if self.linked.get() {
-            unlink_orphan(self, |_| {});
-        }
-    }
-}
+unlink_on_drop!(
+    SendOp<'_, T>,
+    ClosedOp<'_, T>,
+    ReadOp<T, C> where C: Deref<Target = Chan<T>>
+);

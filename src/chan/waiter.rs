@@ -71,6 +71,27 @@ impl<T> Waiter<T> {
             .with_mut(|choice| unsafe { *choice = Some((claim, arm)) });
     }
 
+    /// True from [`set_choice`](Self::set_choice) until
+    /// [`clear_choice`](Self::clear_choice): while this is false, the entry is not
+    /// linked. For the owner.
+    #[inline]
+    pub(crate) fn is_chosen(&self) -> bool {
+        // SAFETY: written only by the owner (the caller), read by claimers: no write
+        // races this read.
+        self.choice.with(|choice| unsafe { (*choice).is_some() })
+    }
+
+    /// The owner knows the entry unlinked (it unlinked it, or its claim fired it).
+    ///
+    /// # Safety
+    /// The caller owns the entry, which is unlinked, and no claimer is still reading it
+    /// (the caller holds the lock it was unlinked under, or saw its claim fired).
+    #[inline]
+    pub(crate) unsafe fn clear_choice(&self) {
+        // SAFETY: per the caller.
+        self.choice.with_mut(|choice| unsafe { *choice = None });
+    }
+
     #[inline]
     fn choice(&self) -> (NonNull<Claim>, usize) {
         // SAFETY: read by claimers under the lock while linked, or by the owner; written
