@@ -113,6 +113,7 @@ mod runtime;
 mod task;
 mod time;
 mod tuning;
+mod wait;
 
 pub use alt::{Select, SelectFuture, Selected};
 /// CSP choice: waits until one of several channel operations can complete, performs

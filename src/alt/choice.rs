@@ -19,12 +19,12 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use crate::alt::claim::{Claim, Owner, Seen, Wakes, resume};
-use crate::alt::operation::{Held, Operation};
 use crate::alt::rng;
-use crate::task::WaitOn;
 use crate::time::{Sleep, sleep};
 use crate::tuning::INLINE_ARMS;
+use crate::wait::WaitOn;
+use crate::wait::claim::{Claim, Owner, Seen, Wakes, resume};
+use crate::wait::operation::{Held, Operation};
 
 /// The arms of a choice, by index.
 pub(crate) trait ArmSet {
@@ -313,7 +313,7 @@ fn record_wait<A: ArmSet + ?Sized>(cx: &Context<'_>, arms: &A, plan: &Plan) {
         .locks
         .iter()
         .any(|i| Plan::enabled(arms, i).is_foreign());
-    crate::task::wait::record(cx.waker(), wait, foreign);
+    crate::wait::record::record(cx.waker(), wait, foreign);
 }
 
 /// The state of one choice in progress; must stay pinned while it waits (the arms'

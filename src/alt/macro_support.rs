@@ -18,11 +18,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::alt::choice::{ArmSet, Choice, Deadline, NoDeadline, Plan, Timeout};
-use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
 use crate::chan::ops::{ClosedOp, RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
 use crate::loom::cell::UnsafeCell;
+use crate::wait::operation::Operation;
 
 /// What [`AltFuture`] resolves to when the `default` arm runs.
 pub const DEFAULT: usize = usize::MAX;

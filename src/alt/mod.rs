@@ -1,45 +1,15 @@
-//! Choice: the claim flag shared by every arm of one choice (`claim.rs`), the interface
-//! each arm implements (`operation.rs`), the engine of a choice over several arms
-//! (`choice.rs`) behind [`Select`], and the one-arm choice behind the plain channel
-//! futures (`single.rs`).
+//! Choice: the engine of a choice over several arms (`choice.rs`) behind [`Select`] and
+//! `alt!`/`prialt!` (`macro_support.rs`), on the claim flag and operation interface of
+//! the waiting layer (`wait/`).
 //!
-//! # The rules every wait follows
-//!
-//! A waiting operation puts an entry in a channel's wait list, and from then on other
-//! threads reach that entry, its claim flag and its value slot through raw pointers.
-//! What keeps that sound and live, whatever safe code does around it (leak a future
-//! with `mem::forget`, panic in a waker or in the `Drop` of a `T`):
-//!
-//! 1. **Memory a list can reach is owned by something whose destructor always runs.**
-//!    That is pinned memory (a future's, whose drop guarantee `Pin` gives), or memory
-//!    whose owner unlinks it itself before freeing it. A future that merely borrows the
-//!    memory is not enough: it may be leaked while the owner lives on. So a `Select`
-//!    owns its arms and its claim flag and cancels a wait its leaked `SelectFuture` left
-//!    (`select.rs`); an `alt!` arm, and every channel operation, unlinks its own entry
-//!    when dropped while linked (`chan/ops.rs`); a new choice refuses an arm that an
-//!    earlier one left linked, unread or spent.
-//! 2. **State is recorded before any foreign code runs.** A waker's `wake`, `clone` or
-//!    `drop`, and a `T`'s `Drop`, may panic and unwind through the caller: by then the
-//!    caller's state must say what its destructor has to undo (a future is `Waiting`
-//!    before the wakes of its registration run, `Done` before those of its completion).
-//! 3. **No foreign code and no panic under a channel lock.** Owners to wake are carried
-//!    out in [`Wakes`](claim::Wakes) and woken after unlocking; values to drop are
-//!    dropped after unlocking; checks that could fail run before locking. The locks are
-//!    held through guards that release them on unwinding all the same.
-//! 4. **A batch of wakes survives a panicking waker.** Every owner in it is woken, then
-//!    the first panic is resumed to the caller, or, where no caller can take it (a
-//!    worker firing timers, a runtime shutting down), dropped once the panic hook has
-//!    reported it: a worker never dies of a waker's panic. A value the panicking call
-//!    had taken goes back to its channel first.
+//! May use: `wait`, `chan`, `time`, `runtime`, `task` and below. Nothing but `par`,
+//! `pipe` and the crate root reaches into it.
 
 pub(crate) mod choice;
-pub(crate) mod claim;
 #[cfg(all(test, loom))]
 mod loom_models;
 pub mod macro_support;
-pub(crate) mod operation;
 mod rng;
 mod select;
-pub(crate) mod single;
 
 pub use select::{Select, SelectFuture, Selected};

@@ -7,10 +7,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::alt::choice::{ArmSet, Choice, Deadline, Plan, Timeout};
-use crate::alt::operation::Operation;
 use crate::chan::core::Chan;
 use crate::chan::ops::{RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
+use crate::wait::operation::Operation;
 
 /// What kind of operation an arm is, and on which channel, so `Selected` can check
 /// that it is read with the right end.

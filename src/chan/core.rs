@@ -14,13 +14,13 @@
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 
-use crate::alt::claim::{Claim, Wakes};
 use crate::chan::home::Home;
 use crate::chan::lock::RawLock;
 use crate::chan::waiter::{WaitList, Waiter};
 use crate::id::next_channel_id;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::wait::claim::{Claim, Wakes};
 
 pub(crate) struct State<T> {
     /// Buffered values (at most `cap` of them, if bounded).

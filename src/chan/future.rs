@@ -17,14 +17,14 @@ macro_rules! channel_future {
             #[must_use = "futures do nothing unless polled"]
             pub struct $name<'a, T> {
                 #[pin]
-                inner: $crate::alt::single::Single<$op>,
+                inner: $crate::wait::single::Single<$op>,
             }
         }
 
         impl<'a, T> $name<'a, T> {
             pub(crate) fn new(op: $op) -> Self {
                 $name {
-                    inner: $crate::alt::single::Single::new(op),
+                    inner: $crate::wait::single::Single::new(op),
                 }
             }
         }

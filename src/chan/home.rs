@@ -7,29 +7,13 @@
 //!
 //! A channel that turns foreign after a runtime used it may have processes already
 //! waiting on it, whose recorded waits do not say so. Such a late turn bumps its
-//! runtime's *foreign epoch*, which every recorded wait carries (`task/wait.rs`): a wait
+//! runtime's *foreign epoch* (`wait/epoch.rs`), which every recorded wait carries: a wait
 //! recorded before the bump is stale, and deadlock detection has its owner polled again
 //! to record it afresh before it counts.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::runtime::context;
-
-/// Foreign epochs, one per runtime id modulo their number (runtimes that share a slot
-/// only see each other's bumps as stale waits to refresh). Std's atomics, not the
-/// facade's: process-wide counters outside every model.
-static FOREIGN_EPOCHS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
-
-fn epoch_of(runtime: u64) -> &'static AtomicU64 {
-    &FOREIGN_EPOCHS[(runtime % FOREIGN_EPOCHS.len() as u64) as usize]
-}
-
-/// The foreign epoch of runtime `runtime` now.
-pub(crate) fn foreign_epoch(runtime: u64) -> u64 {
-    // SeqCst: pairs with the bump in `Home::mark`, so detection reading the epoch after
-    // the wait words sees a bump that preceded them.
-    epoch_of(runtime).load(Ordering::SeqCst)
-}
 
 /// `Home`'s value for a foreign channel; any other value is a runtime id.
 const FOREIGN: u64 = u64::MAX;
@@ -63,8 +47,7 @@ impl Home {
         // Relaxed: the epoch bump below carries the ordering detection needs.
         let home = self.0.swap(FOREIGN, Ordering::Relaxed);
         if home != FOREIGN {
-            // SeqCst: see `foreign_epoch`.
-            epoch_of(home).fetch_add(1, Ordering::SeqCst);
+            crate::wait::epoch::bump(home);
         }
     }
 

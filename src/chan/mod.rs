@@ -22,7 +22,6 @@ pub(crate) mod waiter;
 
 pub use end::ChannelEnd;
 pub use error::{RecvError, SendError, TryRecvError, TrySendError};
-pub(crate) use home::foreign_epoch;
 pub use receiver::{Receiver, RecvFuture};
 pub use sender::{Closed, SendFuture, Sender};
 

@@ -3,14 +3,14 @@
 use std::ops::Deref;
 use std::ptr::NonNull;
 
-use crate::alt::claim::{Claim, Wakes};
-use crate::alt::operation::{Held, Operation};
 use crate::chan::core::{Chan, Side};
 use crate::chan::error::{RecvError, SendError};
 use crate::chan::future::Outcome;
 use crate::chan::waiter::{LazyWaiter, Waiter};
 use crate::loom::cell::UnsafeCell;
-use crate::task::WaitOn;
+use crate::wait::WaitOn;
+use crate::wait::claim::{Claim, Wakes};
+use crate::wait::operation::{Held, Operation};
 
 /// Receiving one value. `C` is how the op reaches its channel: a borrow (the futures)
 /// or an `Arc` (the node a `Receiver` keeps for `poll_recv`).

@@ -5,8 +5,6 @@ use std::task::{Context, Poll, ready};
 
 use futures::stream::{FusedStream, Stream};
 
-use crate::alt::claim::Wakes;
-use crate::alt::single::Single;
 use crate::chan::core::Chan;
 use crate::chan::end::{channel_end_methods, sealed};
 use crate::chan::error::{RecvError, TryRecvError};
@@ -15,6 +13,8 @@ use crate::chan::ops::{ReadOp, RecvOp};
 use crate::loom::sync::Arc;
 use crate::runtime::block_on::park_on;
 use crate::runtime::context;
+use crate::wait::claim::Wakes;
+use crate::wait::single::Single;
 
 /// The waiting entry a `Receiver` keeps for `poll_recv`; it holds its own reference to
 /// the channel.

@@ -1,6 +1,5 @@
 //! The sending end and its futures.
 
-use crate::alt::claim::Wakes;
 use crate::chan::core::Chan;
 use crate::chan::end::{channel_end_methods, sealed};
 use crate::chan::error::{SendError, TrySendError};
@@ -9,6 +8,7 @@ use crate::chan::ops::{ClosedOp, SendOp};
 use crate::loom::sync::Arc;
 use crate::runtime::block_on::park_on;
 use crate::runtime::context;
+use crate::wait::claim::Wakes;
 
 /// The sending end of a channel. Clone it for more senders (any-to-any); the channel
 /// closes when the last `Sender` is dropped (or on [`close`](Self::close)).

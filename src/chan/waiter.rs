@@ -8,8 +8,8 @@
 use std::marker::PhantomPinned;
 use std::ptr::NonNull;
 
-use crate::alt::claim::Claim;
 use crate::loom::cell::UnsafeCell;
+use crate::wait::claim::Claim;
 
 /// One waiting send, recv or close-watch on one channel.
 pub(crate) struct Waiter<T> {

@@ -1,224 +1,15 @@
 //! Running a future to completion on the calling thread: `block_on`, and the blocking
-//! channel calls (`send_blocking`, `recv_blocking`).
-//!
-//! The thread parks between polls on a [`Parker`], whose `Waker` has its own vtable so
-//! that csp can tell it apart, as it tells a process's waker apart: csp's waits hold an
-//! internal reference to the parker ([`Owner::Main`](crate::alt::claim::Owner)), while
-//! every clone of the waker counts as held outside csp. Together with the wait its
-//! future last recorded, that is what deadlock detection needs to know about a
-//! `block_on` future (`deadlock.rs`).
-//!
-//! Built on std's `Arc`, atomics and thread parking: `block_on` is in no loom model.
+//! channel calls (`send_blocking`, `recv_blocking`). The thread parks between polls on a
+//! [`Parker`] (`wait/parker.rs`); deadlock detection (`deadlock.rs`) reads what its
+//! future last recorded.
 
 use std::future::Future;
-use std::mem::ManuallyDrop;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
-use std::thread::{self, Thread};
-use std::time::Duration;
+use std::task::{Context, Poll};
 
 use crate::runtime::{Handle, context};
-
-/// The thread blocked in `block_on` (or in a blocking channel call), and what its
-/// future waits on.
-pub(crate) struct Parker {
-    thread: Thread,
-    notified: AtomicBool,
-    /// Clones of its waker that exist outside csp.
-    foreign_wakers: AtomicUsize,
-    /// The wait its future recorded in its last poll (a wait word, `task/wait.rs`).
-    wait: AtomicU64,
-}
-
-static PARKER_VTABLE: RawWakerVTable =
-    RawWakerVTable::new(clone_waker, wake_by_val, wake_by_ref, drop_waker);
-
-/// The vtable of wakers csp itself keeps (a `JoinHandle`'s join-waker slot): their clones
-/// and drops count nothing.
-static INTERNAL_PARKER_VTABLE: RawWakerVTable =
-    RawWakerVTable::new(clone_internal, wake_internal, wake_by_ref, drop_internal);
-
-impl Parker {
-    fn new() -> Arc<Parker> {
-        Arc::new(Parker {
-            thread: thread::current(),
-            notified: AtomicBool::new(false),
-            foreign_wakers: AtomicUsize::new(0),
-            wait: AtomicU64::new(0),
-        })
-    }
-
-    /// The waker handed to `poll`, borrowing `this`'s reference (so it counts as no
-    /// clone); it must not outlive `this`.
-    fn waker_ref(this: &Arc<Parker>) -> ManuallyDrop<Waker> {
-        let data = Arc::as_ptr(this).cast::<()>();
-        // SAFETY: the vtable upholds the `RawWaker` contract for an `Arc<Parker>` pointer;
-        // `ManuallyDrop` keeps this borrowed waker from releasing a reference.
-        ManuallyDrop::new(unsafe { Waker::new(data, &PARKER_VTABLE) })
-    }
-
-    /// Unparks the thread (if it is not already notified).
-    pub(crate) fn unpark(&self) {
-        // Release: publishes what the waker did before waking to the blocked thread.
-        if !self.notified.swap(true, Ordering::Release) {
-            self.thread.unpark();
-        }
-    }
-
-    /// Consumes a wake that arrived, if one did.
-    fn take_notified(&self) -> bool {
-        // Acquire: pairs with the Release in `unpark`.
-        self.notified.swap(false, Ordering::Acquire)
-    }
-
-    /// Parks until unparked.
-    fn park(&self) {
-        while !self.take_notified() {
-            thread::park();
-        }
-    }
-
-    /// Parks until unparked (true) or for `timeout` (false). The caller has found no
-    /// wake waiting.
-    fn park_timeout(&self, timeout: Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            thread::park_timeout(deadline.saturating_duration_since(std::time::Instant::now()));
-            if self.take_notified() {
-                return true;
-            }
-            if std::time::Instant::now() >= deadline {
-                return false;
-            }
-        }
-    }
-
-    /// True if a wake arrived that the thread has not consumed yet.
-    pub(crate) fn is_notified(&self) -> bool {
-        // Acquire: pairs with the Release in `unpark`.
-        self.notified.load(Ordering::Acquire)
-    }
-
-    /// Records what the future waits on (by its owner's poll).
-    pub(crate) fn record(&self, wait: u64) {
-        // Relaxed: read by deadlock detection only after a whole grace period in which
-        // this thread stayed parked.
-        self.wait.store(wait, Ordering::Relaxed);
-    }
-
-    /// The recorded wait word.
-    pub(crate) fn wait_word(&self) -> u64 {
-        // Relaxed: see `record`.
-        self.wait.load(Ordering::Relaxed)
-    }
-
-    /// Clones of the waker held outside csp.
-    pub(crate) fn foreign_wakers(&self) -> usize {
-        // Relaxed: see `record`.
-        self.foreign_wakers.load(Ordering::Relaxed)
-    }
-}
-
-/// The parker behind `waker`, if it is a `block_on` (or blocking call) waker.
-pub(crate) fn parker_of(waker: &Waker) -> Option<&Parker> {
-    let vtable = waker.vtable();
-    if vtable != &PARKER_VTABLE && vtable != &INTERNAL_PARKER_VTABLE {
-        return None;
-    }
-    // SAFETY: such a waker's data is a live `Arc<Parker>` pointer, alive as long as the
-    // waker (which the returned reference borrows).
-    Some(unsafe { &*waker.data().cast::<Parker>() })
-}
-
-/// An internal (uncounted) reference to the parker behind `waker`, if any.
-pub(crate) fn parker_arc_of(waker: &Waker) -> Option<Arc<Parker>> {
-    let parker = parker_of(waker)?;
-    let ptr = std::ptr::from_ref(parker);
-    // SAFETY: `ptr` comes from `Arc::as_ptr` of a live `Arc<Parker>` (the waker holds or
-    // borrows a reference); the count is raised before the new `Arc` takes it over.
-    unsafe {
-        Arc::increment_strong_count(ptr);
-        Some(Arc::from_raw(ptr))
-    }
-}
-
-/// A waker for the parker behind `waker` that csp itself keeps: it does not count as
-/// held outside csp.
-pub(crate) fn internal_waker_of(waker: &Waker) -> Option<Waker> {
-    let parker = parker_arc_of(waker)?;
-    let data = Arc::into_raw(parker).cast::<()>();
-    // SAFETY: the vtable upholds the `RawWaker` contract for an `Arc<Parker>` pointer
-    // owning one reference (the one just taken).
-    Some(unsafe { Waker::new(data, &INTERNAL_PARKER_VTABLE) })
-}
-
-/// # Safety
-/// `data` is a live `Arc<Parker>` pointer (the `RawWakerVTable` contract).
-unsafe fn clone_internal(data: *const ()) -> RawWaker {
-    // SAFETY: per the caller.
-    unsafe { Arc::increment_strong_count(data.cast::<Parker>()) };
-    RawWaker::new(data, &INTERNAL_PARKER_VTABLE)
-}
-
-/// # Safety
-/// `data` is an internal waker's `Arc<Parker>` pointer, whose reference is consumed.
-unsafe fn wake_internal(data: *const ()) {
-    // SAFETY: per the caller.
-    unsafe {
-        wake_by_ref(data);
-        drop_internal(data);
-    }
-}
-
-/// # Safety
-/// `data` is an internal waker's `Arc<Parker>` pointer, whose reference is released.
-unsafe fn drop_internal(data: *const ()) {
-    // SAFETY: per the caller.
-    drop(unsafe { Arc::from_raw(data.cast::<Parker>()) });
-}
-
-/// # Safety
-/// `data` is a live `Arc<Parker>` pointer (the `RawWakerVTable` contract).
-unsafe fn clone_waker(data: *const ()) -> RawWaker {
-    let ptr = data.cast::<Parker>();
-    // SAFETY: per the caller.
-    unsafe {
-        Arc::increment_strong_count(ptr);
-        // Relaxed: a count read long after, as the process's foreign waker count.
-        (*ptr).foreign_wakers.fetch_add(1, Ordering::Relaxed);
-    }
-    RawWaker::new(data, &PARKER_VTABLE)
-}
-
-/// # Safety
-/// `data` is a live, counted clone (made by `clone_waker`), consumed here.
-unsafe fn wake_by_val(data: *const ()) {
-    // SAFETY: per the caller.
-    unsafe {
-        wake_by_ref(data);
-        drop_waker(data);
-    }
-}
-
-/// # Safety
-/// `data` is a live `Arc<Parker>` pointer.
-unsafe fn wake_by_ref(data: *const ()) {
-    // SAFETY: per the caller.
-    unsafe { &*data.cast::<Parker>() }.unpark();
-}
-
-/// # Safety
-/// `data` is a live, counted clone (made by `clone_waker`), released here.
-unsafe fn drop_waker(data: *const ()) {
-    let ptr = data.cast::<Parker>();
-    // SAFETY: per the caller: the clone's reference is released once.
-    unsafe {
-        (*ptr).foreign_wakers.fetch_sub(1, Ordering::Relaxed);
-        drop(Arc::from_raw(ptr));
-    }
-}
+use crate::wait::parker::Parker;
 
 /// `Runtime::block_on` and the free `csp::block_on`: runs `future` as the runtime's main
 /// future, reporting a deadlock (if the runtime detects them) when it and every process
@@ -229,8 +20,8 @@ pub(crate) fn block_on<F: Future>(handle: &Handle, future: F) -> F::Output {
     let _enter = context::enter(handle.clone());
     let shared = &handle.shared;
     let _main = shared.main_future();
-    let parker = Parker::new();
-    run(&parker, future, shared.id(), |parker| {
+    let parker = Parker::new(shared.id());
+    run(&parker, future, |parker| {
         let Some(grace) = shared.deadlock_grace else {
             return parker.park();
         };
@@ -253,18 +44,13 @@ pub(crate) fn block_on<F: Future>(handle: &Handle, future: F) -> F::Output {
 /// Runs `future` to completion on this thread for a blocking call, parking between
 /// polls; no runtime counts it as its own.
 pub(crate) fn park_on<F: Future>(future: F) -> F::Output {
-    run(&Parker::new(), future, 0, Parker::park)
+    run(&Parker::new(0), future, Parker::park)
 }
 
 /// Polls `future` until it is ready, calling `wait` after each `Pending`; marks csp as
-/// polling meanwhile (so a nested blocking call panics instead of deadlocking), for
-/// runtime `runtime` (0: none).
-fn run<F: Future>(
-    parker: &Arc<Parker>,
-    future: F,
-    runtime: u64,
-    mut wait: impl FnMut(&Parker),
-) -> F::Output {
+/// polling meanwhile (so a nested blocking call panics instead of deadlocking), for the
+/// parker's runtime.
+fn run<F: Future>(parker: &Arc<Parker>, future: F, mut wait: impl FnMut(&Parker)) -> F::Output {
     let waker = Parker::waker_ref(parker);
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
@@ -272,7 +58,7 @@ fn run<F: Future>(
         // Each poll records afresh what the future waits on.
         parker.record(0);
         let polled = {
-            let _polling = context::polling(runtime);
+            let _polling = context::polling(parker.runtime());
             future.as_mut().poll(&mut cx)
         };
         if let Poll::Ready(output) = polled {

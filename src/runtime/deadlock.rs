@@ -24,12 +24,13 @@
 
 use std::fmt::Write;
 
-use crate::chan::foreign_epoch;
 use crate::loom::sync::atomic::Ordering;
 use crate::runtime::Shared;
-use crate::runtime::block_on::Parker;
-use crate::task::wait::Recorded;
-use crate::task::{TaskRef, WaitOn};
+use crate::task::TaskRef;
+use crate::wait::WaitOn;
+use crate::wait::epoch::foreign_epoch;
+use crate::wait::parker::Parker;
+use crate::wait::record::Recorded;
 
 /// Counts a `block_on` future of a runtime while it lives.
 pub(crate) struct MainFuture<'a>(&'a Shared);

@@ -11,17 +11,17 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use crate::loom::sync::atomic::Ordering;
-use crate::runtime::block_on::parker_of;
 use crate::runtime::context;
 use crate::runtime::{Schedule, Shared};
 use crate::task::JoinError;
-use crate::task::WaitOn;
 use crate::task::cell::{Cell, Stage};
 use crate::task::header::Header;
 use crate::task::raw::{Notified, RawTask};
 use crate::task::state::{JoinDrop, Shutdown, ToIdle, ToRunning};
-use crate::task::wait::record;
 use crate::task::waker::{internal_clone, process_of, waker_ref};
+use crate::wait::WaitOn;
+use crate::wait::parker::parker_of;
+use crate::wait::record::record;
 
 struct Harness<F: Future> {
     cell: NonNull<Cell<F>>,

@@ -17,7 +17,6 @@ mod join;
 mod loom_models;
 pub(crate) mod raw;
 pub(crate) mod state;
-pub(crate) mod wait;
 pub(crate) mod waker;
 
 use std::future::Future;
@@ -26,7 +25,6 @@ use std::panic::Location;
 pub use error::JoinError;
 pub use join::JoinHandle;
 pub(crate) use raw::{Notified, RawTask, TaskRef};
-pub(crate) use wait::WaitOn;
 
 use crate::loom::sync::Arc;
 use crate::runtime::Shared;

@@ -40,7 +40,7 @@ pub(crate) fn internal_clone(waker: &Waker) -> Waker {
     if let Some(raw) = process_of(waker) {
         return internal_waker(raw);
     }
-    crate::runtime::block_on::internal_waker_of(waker).unwrap_or_else(|| waker.clone())
+    crate::wait::parker::internal_waker_of(waker).unwrap_or_else(|| waker.clone())
 }
 
 /// The process behind `waker`, if it is a csp process waker.

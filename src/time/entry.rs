@@ -8,11 +8,11 @@
 use std::marker::PhantomPinned;
 use std::ptr::NonNull;
 
-use crate::alt::claim::Owner;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::time::channel::ChannelTimer;
+use crate::wait::claim::Owner;
 
 /// What an entry does when it expires.
 pub(crate) enum Action {

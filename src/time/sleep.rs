@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
 
-use crate::alt::claim::Owner;
 use crate::runtime::Handle;
 use crate::time::entry::{Action, Entry};
 use crate::time::timers::{Armed, Rewake};
+use crate::wait::claim::Owner;
 
 /// Waits until `duration` has elapsed.
 ///

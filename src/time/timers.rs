@@ -16,7 +16,7 @@ use std::ptr::NonNull;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use crate::alt::claim::Owner;
+use crate::wait::claim::Owner;
 
 use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};

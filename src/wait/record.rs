@@ -6,7 +6,7 @@
 //! |---------|----------------------------------------------------------------------|
 //! | 60..=63 | kind (`WaitOn` variant; 0: nothing recorded)                         |
 //! | 59      | foreign: something outside the runtime may complete the wait         |
-//! | 32..=58 | the runtime's foreign epoch when recorded (low 27 bits, `chan/home.rs`) |
+//! | 32..=58 | the runtime's foreign epoch when recorded (low 27 bits, `epoch.rs`) |
 //! | 0..=31  | payload: a channel or process id (dumps show ids past 2^32 truncated), or an alt's channel count |
 //!
 //! One poll may record several waits (a future that selects between csp operations):
@@ -51,7 +51,7 @@ impl WaitOn {
     /// if something outside the runtime may complete it (a channel used from outside,
     /// a process of another runtime).
     pub(crate) fn encode(self, foreign: bool, runtime: u64) -> u64 {
-        let epoch = (crate::chan::foreign_epoch(runtime) & EPOCH_MASK) << EPOCH_SHIFT;
+        let epoch = (crate::wait::epoch::foreign_epoch(runtime) & EPOCH_MASK) << EPOCH_SHIFT;
         let foreign = if foreign { FOREIGN } else { 0 };
         self.encode_bare() | foreign | epoch
     }
@@ -73,7 +73,7 @@ impl WaitOn {
         if WaitOn::decode(word).is_none() || word & FOREIGN != 0 {
             Recorded::Open
         } else if (word >> EPOCH_SHIFT) & EPOCH_MASK
-            == crate::chan::foreign_epoch(runtime) & EPOCH_MASK
+            == crate::wait::epoch::foreign_epoch(runtime) & EPOCH_MASK
         {
             Recorded::Internal
         } else {
@@ -118,8 +118,8 @@ pub(crate) fn record(waker: &Waker, wait: WaitOn, foreign: bool) {
         // Relaxed: see the module docs; only the polling thread writes the word while
         // the poll runs.
         slot.store(merge(slot.load(Ordering::Relaxed), word), Ordering::Relaxed);
-    } else if let Some(main) = crate::runtime::block_on::parker_of(waker) {
-        let word = wait.encode(foreign, crate::runtime::context::polling_runtime());
+    } else if let Some(main) = crate::wait::parker::parker_of(waker) {
+        let word = wait.encode(foreign, main.runtime());
         main.record(merge(main.wait_word(), word));
     }
 }

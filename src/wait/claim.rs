@@ -22,9 +22,9 @@ use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
-use crate::runtime::block_on::{Parker, parker_arc_of, parker_of};
 use crate::task::TaskRef;
 use crate::task::waker::process_of;
+use crate::wait::parker::{Parker, parker_arc_of, parker_of};
 
 const IDLE: usize = 0;
 const WAITING: usize = 1;

@@ -4,7 +4,7 @@
 
 use std::ptr::NonNull;
 
-use crate::alt::claim::{Claim, Wakes};
+use crate::wait::claim::{Claim, Wakes};
 
 /// One communication on one channel, as an arm of a choice.
 ///
@@ -61,7 +61,7 @@ pub(crate) trait Operation {
     fn abandon(&self);
 
     /// Records, for process dumps, what a process blocked on this arm waits on.
-    fn describe(&self) -> crate::task::WaitOn;
+    fn describe(&self) -> crate::wait::WaitOn;
 
     /// True if something outside the runtime may complete this operation (its channel
     /// is foreign): deadlock detection then never counts its waiter as blocked.

@@ -10,8 +10,8 @@ use std::task::{Context, Poll, Waker};
 
 use pin_project_lite::pin_project;
 
-use crate::alt::claim::{Claim, Owner, Seen, Wakes};
-use crate::alt::operation::{Held, Operation};
+use crate::wait::claim::{Claim, Owner, Seen, Wakes};
+use crate::wait::operation::{Held, Operation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -68,7 +68,7 @@ pin_project! {
 
 /// Records, for dumps and deadlock detection, what the owner of `waker` now waits on.
 fn record_wait(waker: &Waker, op: &dyn Operation) {
-    crate::task::wait::record(waker, op.describe(), op.is_foreign());
+    crate::wait::record::record(waker, op.describe(), op.is_foreign());
 }
 
 impl<O: Operation> Single<O> {
