@@ -29,6 +29,7 @@ mod registry;
 mod runtime;
 mod shared;
 mod spawn;
+pub(crate) mod timer;
 pub(crate) mod worker;
 
 pub use builder::Builder;

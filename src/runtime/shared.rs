@@ -15,9 +15,9 @@ use crate::runtime::latch::Latch;
 use crate::runtime::metrics::{self, Metrics, WorkerCounters, bump};
 use crate::runtime::queue::{Injector, LocalQueue, Steal, Stealer};
 use crate::runtime::registry::Registry;
+use crate::runtime::timer::Timers;
 use crate::runtime::{Handle, ProcessInfo, ProcessState, context};
 use crate::task::{self, JoinHandle, NewTask, Notified};
-use crate::time::Timers;
 use crate::wait::WaitOn;
 
 /// Why a process is being put on a run queue; decides where it goes (worker.rs).

@@ -43,9 +43,9 @@ use crate::loom::sync::Arc;
 use crate::loom::thread;
 use crate::runtime::metrics::{WorkerCounters, bump};
 use crate::runtime::queue::{LocalQueue, Steal};
+use crate::runtime::timer::timers::ParkTimeout;
 use crate::runtime::{Handle, Schedule, Shared, context};
 use crate::task::Notified;
-use crate::time::timers::ParkTimeout;
 use crate::tuning::{
     DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS,
     SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS,

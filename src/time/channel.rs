@@ -8,13 +8,14 @@
 
 use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::chan::{Receiver, Sender, bounded};
-use crate::loom::sync::Arc;
 use crate::runtime::Handle;
-use crate::time::entry::{Action, Entry};
-use crate::time::timers::{Armed, Timers};
+use crate::runtime::timer::Timers;
+use crate::runtime::timer::entry::{Action, Entry, FedChannel};
+use crate::runtime::timer::timers::Armed;
 
 /// Sends one value, the instant it fired, once `duration` has passed.
 ///
@@ -114,14 +115,14 @@ impl ChannelTimer {
         let now = Instant::now();
         if first <= now {
             // `after(Duration::ZERO)`: ready at once, not at the next tick.
-            ChannelTimer::fire(timer, timers, now);
+            timer.fire(timers, now);
             return receiver;
         }
         let tick = timers.deadline_tick(first);
         // SAFETY: the entry lives inside the timer, which the action keeps alive while
         // it is linked; the hook disarms it.
         let (armed, rest) =
-            unsafe { timers.arm(timer.entry(), tick, Action::Channel(Arc::clone(&timer))) };
+            unsafe { timers.arm(timer.entry(), tick, Action::Channel(timer.clone())) };
         match armed {
             Armed::Waiting { wake_a_worker } => {
                 drop(rest);
@@ -131,7 +132,7 @@ impl ChannelTimer {
             }
             Armed::Expired => {
                 if let Action::Channel(timer) = rest {
-                    ChannelTimer::fire(timer, timers, Instant::now());
+                    timer.fire(timers, Instant::now());
                 }
             }
             // The runtime began shutting down since we looked: its timers close.
@@ -140,47 +141,49 @@ impl ChannelTimer {
         receiver
     }
 
-    pub(crate) fn entry(&self) -> NonNull<Entry> {
-        NonNull::from(&self.entry)
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.sender.chan().is_closed()
-    }
-
-    /// Closes the channel (its runtime shut down).
-    pub(crate) fn close(&self) {
-        self.sender.chan().close();
-    }
-
-    /// The deadline came (at `now`): send, then re-arm a `tick`.
-    pub(crate) fn fire(timer: Arc<ChannelTimer>, timers: &Timers, now: Instant) {
-        // Full: a tick nobody took yet keeps its instant; closed: nobody listens.
-        // From the runtime's own wheel: not a use from outside (`chan/home.rs`). A
-        // receiver's waker that panics does not stop the tick: the next one is armed
-        // first, then the panic goes on to the wheel's firing loop.
-        let offered = std::panic::catch_unwind(AssertUnwindSafe(|| timer.sender.offer(now)));
-        if let Some((origin, period)) = timer.schedule {
-            match next_tick(origin, period, now) {
-                Some(next) => {
-                    let tick = timers.deadline_tick(next);
-                    timers.rearm_channel(timer, tick);
-                }
-                // Past what `Instant` can represent: it would never fire again anyway.
-                None => drop(timer),
-            }
-        }
-        if let Err(panic) = offered {
-            std::panic::resume_unwind(panic);
-        }
-    }
-
     /// The last receiver dropped (the channel is closed): unlink the entry, dropping
     /// the wheel's reference to this timer.
     fn receivers_gone(&self) {
         // SAFETY: the entry is inside `self`, alive, and armed in no other wheel.
         let action = unsafe { self.runtime.shared.timers().disarm(self.entry()) };
         drop(action);
+    }
+}
+
+impl FedChannel for ChannelTimer {
+    fn entry(&self) -> NonNull<Entry> {
+        NonNull::from(&self.entry)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.sender.chan().is_closed()
+    }
+
+    /// Closes the channel (its runtime shut down).
+    fn close(&self) {
+        self.sender.chan().close();
+    }
+
+    /// The deadline came (at `now`): send, then re-arm a `tick`.
+    fn fire(self: Arc<Self>, timers: &Timers, now: Instant) {
+        // Full: a tick nobody took yet keeps its instant; closed: nobody listens.
+        // From the runtime's own wheel: not a use from outside (`chan/home.rs`). A
+        // receiver's waker that panics does not stop the tick: the next one is armed
+        // first, then the panic goes on to the wheel's firing loop.
+        let offered = std::panic::catch_unwind(AssertUnwindSafe(|| self.sender.offer(now)));
+        if let Some((origin, period)) = self.schedule {
+            match next_tick(origin, period, now) {
+                Some(next) => {
+                    let tick = timers.deadline_tick(next);
+                    timers.rearm_channel(self, tick);
+                }
+                // Past what `Instant` can represent: it would never fire again anyway.
+                None => drop(self),
+            }
+        }
+        if let Err(panic) = offered {
+            std::panic::resume_unwind(panic);
+        }
     }
 }
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::runtime::Handle;
-use crate::time::entry::{Action, Entry};
-use crate::time::timers::{Armed, Rewake};
+use crate::runtime::timer::entry::{Action, Entry};
+use crate::runtime::timer::timers::{Armed, Rewake};
 use crate::wait::claim::Owner;
 
 /// Waits until `duration` has elapsed.

@@ -15,7 +15,7 @@
 
 use std::ptr::NonNull;
 
-use crate::time::entry::{Entry, Position};
+use crate::runtime::timer::entry::{Entry, Position};
 
 /// Bits of the deadline each level resolves.
 const SLOT_BITS: u32 = 6;

@@ -16,14 +16,12 @@ use std::ptr::NonNull;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use crate::wait::claim::Owner;
-
+use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use crate::loom::sync::{Arc, Mutex};
-use crate::time::channel::ChannelTimer;
-use crate::time::entry::{Action, Entry, Position};
-use crate::time::wheel::Wheel;
+use crate::runtime::timer::entry::{Action, Entry, FedChannel, Position};
+use crate::runtime::timer::wheel::Wheel;
 use crate::tuning::TIMER_FIRE_BATCH;
+use crate::wait::claim::Owner;
 
 /// Nanoseconds per wheel tick (1 ms, DESIGN.md).
 const TICK_NANOS: u128 = 1_000_000;
@@ -231,7 +229,7 @@ impl Timers {
 
     /// Re-arms a `tick` channel's entry, unless its channel closed or the runtime shut
     /// down (then the timer reference is dropped).
-    pub(crate) fn rearm_channel(&self, timer: Arc<ChannelTimer>, deadline: u64) {
+    pub(crate) fn rearm_channel(&self, timer: std::sync::Arc<dyn FedChannel>, deadline: u64) {
         let entry = timer.entry();
         let mut inner = self.inner.lock();
         // Checked under the lock: `ChannelTimer::receivers_gone` closes the channel, then
@@ -256,9 +254,7 @@ impl Timers {
         match (armed, rest) {
             // The next deadline is after `now`, which is after the wheel's tick: never
             // refused. Should it be, fire at once rather than lose the tick.
-            (Armed::Expired, Action::Channel(timer)) => {
-                ChannelTimer::fire(timer, self, Instant::now())
-            }
+            (Armed::Expired, Action::Channel(timer)) => timer.fire(self, Instant::now()),
             (_, rest) => drop(rest),
         }
     }
@@ -311,7 +307,7 @@ impl Timers {
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| match action {
                     Action::None => {}
                     Action::Wake(owner) => owner.wake(),
-                    Action::Channel(timer) => ChannelTimer::fire(timer, self, at),
+                    Action::Channel(timer) => timer.fire(self, at),
                 }));
             }
             if taken < TIMER_FIRE_BATCH {

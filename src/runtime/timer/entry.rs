@@ -8,11 +8,31 @@
 use std::marker::PhantomPinned;
 use std::ptr::NonNull;
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
-use crate::time::channel::ChannelTimer;
+use crate::runtime::timer::Timers;
 use crate::wait::claim::Owner;
+
+/// A timer that feeds a channel (`after`, `tick`: `time/channel.rs`), as the runtime's
+/// timer driver sees it. Held in std's `Arc`, whose trait objects loom's cannot make;
+/// these channels are in no loom model.
+pub(crate) trait FedChannel: Send + Sync {
+    /// The timer's entry, living inside it.
+    fn entry(&self) -> NonNull<Entry>;
+
+    /// The deadline came (at `now`): feed the channel, and re-arm a periodic timer in
+    /// `timers`.
+    fn fire(self: Arc<Self>, timers: &Timers, now: Instant);
+
+    /// The runtime shuts down: close the channel.
+    fn close(&self);
+
+    /// True once the channel is closed (nobody listens).
+    fn is_closed(&self) -> bool;
+}
 
 /// What an entry does when it expires.
 pub(crate) enum Action {
@@ -22,7 +42,7 @@ pub(crate) enum Action {
     Wake(Owner),
     /// Feed an `after`/`tick` channel. The entry lives inside this very timer: while
     /// linked, the wheel keeps it alive through this reference.
-    Channel(Arc<ChannelTimer>),
+    Channel(Arc<dyn FedChannel>),
 }
 
 /// Where an entry is linked.

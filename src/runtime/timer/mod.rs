@@ -1,0 +1,14 @@
+//! The runtime's timer driver (DESIGN.md, "Timers"): one hierarchical timing wheel per
+//! runtime, driven by its workers, with no timer thread. The timers users see (`sleep`,
+//! `timeout`, `after`, `tick`) are built on it, one layer up, in `time/`.
+//!
+//! - `wheel.rs`: the wheel itself, a plain data structure over intrusive entries;
+//! - `entry.rs`: a timer's entry, living inside the future or channel it serves, and
+//!   what it does on expiry (wake an owner, feed a channel);
+//! - `timers.rs`: a runtime's wheel behind its lock, and how workers drive it.
+
+pub(crate) mod entry;
+pub(crate) mod timers;
+mod wheel;
+
+pub(crate) use timers::Timers;
