@@ -330,5 +330,6 @@ pub use runtime::{
     Builder, Handle, Metrics, ProcessInfo, ProcessState, Runtime, block_on, spawn, spawn_blocking,
     yield_now,
 };
-pub use task::{JoinError, JoinHandle};
+pub use task::JoinError;
 pub use time::{Elapsed, Sleep, Timeout, after, sleep, sleep_until, tick, timeout};
+pub use wait::JoinHandle;

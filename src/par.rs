@@ -16,7 +16,8 @@ use std::panic;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use crate::task::{JoinError, JoinHandle};
+use crate::task::JoinError;
+use crate::wait::JoinHandle;
 
 /// One branch of a `par!`: its process while it runs, then how it ended.
 ///

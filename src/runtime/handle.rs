@@ -5,7 +5,7 @@ use std::panic::Location;
 
 use crate::loom::sync::Arc;
 use crate::runtime::{Shared, context};
-use crate::task::JoinHandle;
+use crate::wait::JoinHandle;
 
 /// A cloneable, `Send + Sync` reference to a [`Runtime`](crate::Runtime) that spawns onto
 /// it from anywhere: a plain thread, a tokio task, another runtime.

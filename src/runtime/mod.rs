@@ -23,6 +23,8 @@ mod idle;
 mod info;
 mod latch;
 mod metrics;
+#[cfg(all(test, loom))]
+mod process_loom_models;
 pub(crate) mod queue;
 mod registry;
 #[allow(clippy::module_inception)] // the file is named after the concept it holds
@@ -37,5 +39,5 @@ pub use handle::Handle;
 pub use info::{ProcessInfo, ProcessState};
 pub use metrics::Metrics;
 pub use runtime::Runtime;
-pub(crate) use shared::{Schedule, Shared};
+pub(crate) use shared::Shared;
 pub use spawn::{block_on, spawn, spawn_blocking, yield_now};

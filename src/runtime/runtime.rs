@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::loom::thread::JoinHandle as ThreadHandle;
 use crate::runtime::{Builder, Handle, Metrics, ProcessInfo, block_on, context};
-use crate::task::JoinHandle;
+use crate::wait::JoinHandle;
 
 /// A work-stealing pool of worker threads that runs csp processes.
 ///

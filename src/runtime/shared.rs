@@ -17,19 +17,9 @@ use crate::runtime::queue::{Injector, LocalQueue, Steal, Stealer};
 use crate::runtime::registry::Registry;
 use crate::runtime::timer::Timers;
 use crate::runtime::{Handle, ProcessInfo, ProcessState, context};
-use crate::task::{self, JoinHandle, NewTask, Notified};
+use crate::task::{self, NewTask, Notified, RawTask, Schedule, Scheduler};
+use crate::wait::JoinHandle;
 use crate::wait::WaitOn;
-
-/// Why a process is being put on a run queue; decides where it goes (worker.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Schedule {
-    /// Newly spawned.
-    Spawn,
-    /// Woken by a waker or an abort.
-    Wake,
-    /// Woken during its own poll: goes to the back of the queue, never the handoff slot.
-    Yield,
-}
 
 pub(crate) struct Shared {
     /// Unique among the runtimes of this process, never 0.
@@ -51,6 +41,21 @@ pub(crate) struct Shared {
     /// `block_on` futures running now (detection needs exactly one: it cannot see the
     /// others).
     pub(super) main_futures: AtomicUsize,
+}
+
+impl Scheduler for Shared {
+    #[inline]
+    fn schedule(this: &Arc<Shared>, entry: Notified, how: Schedule) {
+        Shared::schedule(this, entry, how);
+    }
+
+    fn release(&self, task: RawTask) -> bool {
+        self.registry.remove(task)
+    }
+
+    fn id(&self) -> u64 {
+        self.id
+    }
 }
 
 impl Shared {
@@ -190,7 +195,8 @@ impl Shared {
             this.remote_spawned.fetch_add(1, Ordering::Relaxed);
             this.push_remote(entry);
         }
-        join
+        // SAFETY: the handle's reference, of a process whose output is `F::Output`.
+        unsafe { JoinHandle::from_raw(join) }
     }
 
     /// Runs `f` on the blocking pool.
@@ -217,11 +223,12 @@ impl Shared {
             shared: this.clone(),
         };
         this.blocking.submit(task.entry, &handle);
-        task.join
+        // SAFETY: the handle's reference, of a task whose output is `R`.
+        unsafe { JoinHandle::from_raw(task.join) }
     }
 
     /// A spawn onto a runtime that is shutting down: cancelled at once.
-    fn reject<T>(task: NewTask<T>) -> JoinHandle<T> {
+    fn reject<T>(task: NewTask) -> JoinHandle<T> {
         let NewTask {
             registry,
             entry,
@@ -231,7 +238,8 @@ impl Shared {
         drop(entry);
         // SAFETY: the registry entry's reference, which `insert` did not take.
         unsafe { registry.drop_reference() };
-        join
+        // SAFETY: the handle's reference, of a process whose output is `T` (the caller's).
+        unsafe { JoinHandle::from_raw(join) }
     }
 
     /// Starts shutting down: no new processes, workers and pool threads told to exit.

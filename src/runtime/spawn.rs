@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::runtime::{Shared, block_on as driver, context, default};
-use crate::task::JoinHandle;
+use crate::wait::JoinHandle;
 
 /// Spawns a process: on the runtime the current thread is in (a csp process,
 /// `Runtime::block_on`, a blocking-pool thread), else on the default runtime (a plain

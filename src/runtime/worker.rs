@@ -44,8 +44,8 @@ use crate::loom::thread;
 use crate::runtime::metrics::{WorkerCounters, bump};
 use crate::runtime::queue::{LocalQueue, Steal};
 use crate::runtime::timer::timers::ParkTimeout;
-use crate::runtime::{Handle, Schedule, Shared, context};
-use crate::task::Notified;
+use crate::runtime::{Handle, Shared, context};
+use crate::task::{Notified, Schedule};
 use crate::tuning::{
     DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS,
     SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS,

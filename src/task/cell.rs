@@ -5,12 +5,11 @@ use std::panic::Location;
 use std::ptr::NonNull;
 
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::AtomicU64;
-use crate::runtime::Shared;
 use crate::task::JoinError;
 use crate::task::header::{Header, Links};
 use crate::task::raw::Vtable;
+use crate::task::scheduler::SchedulerRef;
 use crate::task::state::State;
 
 /// The future while it runs, then its output until the `JoinHandle` takes it.
@@ -36,7 +35,7 @@ impl<F: Future> Cell<F> {
         future: F,
         state: State,
         vtable: &'static Vtable,
-        shared: Arc<Shared>,
+        scheduler: SchedulerRef,
         id: u64,
         spawned_at: &'static Location<'static>,
     ) -> NonNull<Header> {
@@ -44,7 +43,7 @@ impl<F: Future> Cell<F> {
             header: Header {
                 state,
                 vtable,
-                shared,
+                scheduler,
                 join_waker: UnsafeCell::new(None),
                 spawned_at,
                 id,

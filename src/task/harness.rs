@@ -5,33 +5,36 @@
 //! nobody will read are all caught: a process never takes its worker down.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
+use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::Ordering;
-use crate::runtime::context;
-use crate::runtime::{Schedule, Shared};
 use crate::task::JoinError;
 use crate::task::cell::{Cell, Stage};
 use crate::task::header::Header;
+use crate::task::join_waiter::JoinWaiter;
 use crate::task::raw::{Notified, RawTask};
+use crate::task::scheduler::{Schedule, Scheduler};
 use crate::task::state::{JoinDrop, Shutdown, ToIdle, ToRunning};
-use crate::task::waker::{internal_clone, process_of, waker_ref};
-use crate::wait::WaitOn;
-use crate::wait::parker::parker_of;
-use crate::wait::record::record;
+use crate::task::waker::waker_ref;
 
-struct Harness<F: Future> {
+struct Harness<F: Future, S: Scheduler> {
     cell: NonNull<Cell<F>>,
+    _scheduler: PhantomData<S>,
 }
 
-impl<F: Future> Harness<F> {
+impl<F: Future, S: Scheduler> Harness<F, S> {
     /// # Safety
     /// `ptr` must point to a live `Cell<F>`.
     unsafe fn from_raw(ptr: NonNull<Header>) -> Self {
-        Harness { cell: ptr.cast() }
+        Harness {
+            cell: ptr.cast(),
+            _scheduler: PhantomData,
+        }
     }
 
     fn cell(&self) -> &Cell<F> {
@@ -74,7 +77,13 @@ impl<F: Future> Harness<F> {
                     ToIdle::Requeue => {
                         // SAFETY: the entry's reference is kept for the re-queued entry.
                         let entry = unsafe { Notified::from_raw(self.raw()) };
-                        Shared::schedule(&self.cell().header.shared, entry, Schedule::Yield);
+                        // SAFETY: the vtable was made for `S` (`raw::vtable::<F, S>`).
+                        unsafe {
+                            self.cell()
+                                .header
+                                .scheduler
+                                .with_arc(|this: &Arc<S>| S::schedule(this, entry, Schedule::Yield))
+                        };
                         return;
                     }
                     // SAFETY: `Cancel` leaves this worker the owner of the future.
@@ -149,7 +158,8 @@ impl<F: Future> Harness<F> {
         let _ = unsafe { self.set_stage(Stage::Finished(result)) };
         // Leave the registry before anyone can see the completion: once its JoinHandle
         // resolves, a process is no longer live (API.md).
-        if header.shared.registry().remove(self.raw()) {
+        // SAFETY: the vtable was made for `S`.
+        if unsafe { header.scheduler.get::<S>() }.release(self.raw()) {
             // SAFETY: `remove` unlinked the entry, whose reference is now ours; the
             // caller's reference (a run queue entry's, or shutdown's registry one) keeps
             // the process alive past this one.
@@ -180,21 +190,46 @@ impl<F: Future> Harness<F> {
 ///
 /// # Safety
 /// `ptr` is a live `Cell<F>` and the caller gives up a run queue entry's reference.
-pub(crate) unsafe fn run<F: Future>(ptr: NonNull<Header>) {
+pub(crate) unsafe fn run<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
     // SAFETY: the caller's reference keeps the cell alive.
-    unsafe { Harness::<F>::from_raw(ptr) }.run()
+    unsafe { Harness::<F, S>::from_raw(ptr) }.run()
 }
 
 /// Vtable entry: frees the allocation.
 ///
 /// # Safety
-/// `ptr` is a `Cell<F>` whose last reference is gone.
-pub(crate) unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
+/// `ptr` is a `Cell<F>` made for a scheduler of type `S`, whose last reference is gone.
+pub(crate) unsafe fn dealloc<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
     // SAFETY: made by `Box::leak` in `Cell::allocate`; nobody else can reach it.
     let cell = unsafe { Box::from_raw(ptr.cast::<Cell<F>>().as_ptr()) };
+    // SAFETY: the vtable was made for `S`; the process held this reference until now.
+    unsafe { cell.header.scheduler.release::<S>() };
     // The stored join waker is foreign code whose drop may panic; the memory is freed
     // either way, and the panic must not unwind through a worker.
     let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(cell)));
+}
+
+/// Vtable entry: puts a run queue entry of the process on its scheduler's queues.
+///
+/// # Safety
+/// `ptr` is a live process made for a scheduler of type `S`.
+pub(crate) unsafe fn schedule<S: Scheduler>(ptr: NonNull<Header>, entry: Notified, how: Schedule) {
+    // SAFETY: the entry's reference keeps the process, and so its scheduler reference,
+    // alive; the vtable was made for `S`.
+    unsafe {
+        ptr.as_ref()
+            .scheduler
+            .with_arc(|this: &Arc<S>| S::schedule(this, entry, how))
+    }
+}
+
+/// Vtable entry: the id of the process's runtime.
+///
+/// # Safety
+/// As [`schedule`].
+pub(crate) unsafe fn runtime_id<S: Scheduler>(ptr: NonNull<Header>) -> u64 {
+    // SAFETY: per the caller.
+    unsafe { ptr.as_ref().scheduler.get::<S>() }.id()
 }
 
 /// Vtable entry: `JoinHandle::poll`.
@@ -202,10 +237,18 @@ pub(crate) unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
 /// # Safety
 /// `ptr` is a live `Cell<F>` whose `JoinHandle` calls this, and `dst` points to a
 /// `Poll<Result<F::Output, JoinError>>`.
-pub(crate) unsafe fn try_read_output<F: Future>(ptr: NonNull<Header>, dst: *mut (), waker: &Waker) {
+pub(crate) unsafe fn try_read_output<F: Future, S: Scheduler>(
+    ptr: NonNull<Header>,
+    dst: *mut (),
+    waker: &Waker,
+    waiter: &JoinWaiter,
+) {
     // SAFETY: the JoinHandle's reference keeps the cell alive.
-    let harness = unsafe { Harness::<F>::from_raw(ptr) };
-    if !can_read_output(&harness.cell().header, waker) {
+    let harness = unsafe { Harness::<F, S>::from_raw(ptr) };
+    let header = &harness.cell().header;
+    // SAFETY: the vtable was made for `S`.
+    let runtime = unsafe { header.scheduler.get::<S>() }.id();
+    if !can_read_output(header, runtime, waker, waiter) {
         return;
     }
     // SAFETY: complete with JOIN_INTEREST held by the caller: the output is the
@@ -222,23 +265,21 @@ pub(crate) unsafe fn try_read_output<F: Future>(ptr: NonNull<Header>, dst: *mut 
 }
 
 /// True if the output can be read now; otherwise `waker` is stored for completion.
-fn can_read_output(header: &Header, waker: &Waker) -> bool {
+fn can_read_output(header: &Header, runtime: u64, waker: &Waker, waiter: &JoinWaiter) -> bool {
     let state = &header.state;
     let snapshot = state.load();
     if snapshot.is_complete() {
         return true;
     }
-    // For dumps and deadlock detection; a process of another runtime (or a blocking-pool
-    // task, which runs outside csp's view) may complete without this runtime's help.
-    let foreign = snapshot.is_blocking() || context::polling_runtime() != header.shared.id();
-    record(waker, WaitOn::Join { process: header.id }, foreign);
+    // For dumps and deadlock detection.
+    (waiter.record)(waker, header.id, runtime, snapshot.is_blocking());
     if snapshot.has_join_waker() {
         // SAFETY: JOIN_WAKER is set and only the completer reads the slot meanwhile;
         // reading it here as well is a shared access.
         let same = header.join_waker.with(|slot| {
             unsafe { &*slot }
                 .as_ref()
-                .is_some_and(|stored| wake_same(stored, waker))
+                .is_some_and(|stored| (waiter.same)(stored, waker))
         });
         if same {
             return false;
@@ -247,8 +288,9 @@ fn can_read_output(header: &Header, waker: &Waker) -> bool {
             return true;
         }
     }
-    // csp keeps this waker: an internal clone, not counted as held outside csp.
-    let stored = internal_clone(waker);
+    // csp keeps this waker: for its own wakers, an internal clone, not counted as held
+    // outside csp.
+    let stored = (waiter.keep)(waker);
     // SAFETY: JOIN_WAKER is clear and the process not complete: the slot is ours.
     header
         .join_waker
@@ -256,28 +298,13 @@ fn can_read_output(header: &Header, waker: &Waker) -> bool {
     state.set_join_waker().is_err()
 }
 
-/// True if waking `stored` wakes the owner of `waker` (an internal clone has another
-/// vtable than the waker it was made from).
-fn wake_same(stored: &Waker, waker: &Waker) -> bool {
-    if stored.will_wake(waker) {
-        return true;
-    }
-    match (process_of(stored), process_of(waker)) {
-        (Some(a), Some(b)) => a == b,
-        _ => match (parker_of(stored), parker_of(waker)) {
-            (Some(a), Some(b)) => std::ptr::eq(a, b),
-            _ => false,
-        },
-    }
-}
-
 /// Vtable entry: the `JoinHandle` is dropped.
 ///
 /// # Safety
 /// `ptr` is a live `Cell<F>`; the caller gives up the `JoinHandle`'s reference.
-pub(crate) unsafe fn drop_join_handle<F: Future>(ptr: NonNull<Header>) {
+pub(crate) unsafe fn drop_join_handle<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
     // SAFETY: the JoinHandle's reference keeps the cell alive until released below.
-    let harness = unsafe { Harness::<F>::from_raw(ptr) };
+    let harness = unsafe { Harness::<F, S>::from_raw(ptr) };
     match harness.cell().header.state.unset_join_interest() {
         // SAFETY: complete, and JOIN_INTEREST was still ours: the output is ours.
         JoinDrop::DropOutput => drop(unsafe { harness.set_stage(Stage::Consumed) }),
@@ -300,9 +327,9 @@ pub(crate) unsafe fn drop_join_handle<F: Future>(ptr: NonNull<Header>) {
 ///
 /// # Safety
 /// `ptr` is a live `Cell<F>`; the caller holds a reference across the call.
-pub(crate) unsafe fn shutdown<F: Future>(ptr: NonNull<Header>) {
+pub(crate) unsafe fn shutdown<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
     // SAFETY: the caller's reference keeps the cell alive.
-    let harness = unsafe { Harness::<F>::from_raw(ptr) };
+    let harness = unsafe { Harness::<F, S>::from_raw(ptr) };
     match harness.cell().header.state.transition_to_shutdown() {
         // SAFETY: `Cancel` made the caller the owner of the future.
         Shutdown::Cancel => unsafe { harness.cancel() },

@@ -6,10 +6,9 @@ use std::ptr::NonNull;
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::AtomicU64;
-use crate::runtime::Shared;
 use crate::task::raw::Vtable;
+use crate::task::scheduler::SchedulerRef;
 use crate::task::state::State;
 
 /// What every process allocation starts with. Wakers, run queue entries and the registry
@@ -23,9 +22,10 @@ pub(crate) struct Header {
     pub(crate) state: State,
     /// Type-specific operations.
     pub(crate) vtable: &'static Vtable,
-    /// The runtime this process belongs to: a counted reference, so a waker that
-    /// outlives its runtime finds it shut down rather than freed.
-    pub(crate) shared: Arc<Shared>,
+    /// The runtime this process belongs to (`scheduler.rs`): a counted reference, so a
+    /// waker that outlives its runtime finds it shut down rather than freed. Its type is
+    /// known to the vtable's functions only.
+    pub(crate) scheduler: SchedulerRef,
     /// The `JoinHandle`'s waker; who may touch it is given by `JOIN_WAKER` (state.rs).
     pub(crate) join_waker: UnsafeCell<Option<Waker>>,
     /// Where the process was spawned, for dumps and deadlock reports.

@@ -6,16 +6,24 @@
 //! - `raw.rs`: the type-erased vtable, pointers and run queue entries;
 //! - `harness.rs`: poll, cancel, complete, read the output;
 //! - `waker.rs`: the `Waker` of a process;
-//! - `join.rs`, `error.rs`: `JoinHandle` and `JoinError`.
+//! - `scheduler.rs`: the interface through which a process reaches its runtime;
+//! - `join_waiter.rs`, `error.rs`: what `JoinHandle` (in `wait/`) hands the vtable, and
+//!   `JoinError`;
+//! - `process_state.rs`: the state a dump reports.
+//!
+//! The floor of the crate's layers: it may use `loom`, `tuning` and `id` only, and knows
+//! no runtime, channel, wait or choice. The runtime fills in its interfaces (it
+//! implements `Scheduler`); the waiting layer fills in `JoinWaiter`. Its loom models,
+//! which drive processes through a real runtime, live in `runtime/`.
 
 mod cell;
 mod error;
 mod harness;
 pub(crate) mod header;
-mod join;
-#[cfg(all(test, loom))]
-mod loom_models;
+pub(crate) mod join_waiter;
+mod process_state;
 pub(crate) mod raw;
+mod scheduler;
 pub(crate) mod state;
 pub(crate) mod waker;
 
@@ -23,38 +31,43 @@ use std::future::Future;
 use std::panic::Location;
 
 pub use error::JoinError;
-pub use join::JoinHandle;
+pub use process_state::ProcessState;
 pub(crate) use raw::{Notified, RawTask, TaskRef};
+use scheduler::SchedulerRef;
+pub(crate) use scheduler::{Schedule, Scheduler};
 
 use crate::loom::sync::Arc;
-use crate::runtime::Shared;
 
 /// What a new process starts with: its registry entry's reference (as a pointer), its
-/// first run queue entry and its `JoinHandle`.
-pub(crate) struct NewTask<T> {
+/// first run queue entry, and its `JoinHandle`'s reference (as a pointer, for the
+/// waiting layer's `JoinHandle` to take over).
+pub(crate) struct NewTask {
     pub(crate) registry: RawTask,
     pub(crate) entry: Notified,
-    pub(crate) join: JoinHandle<T>,
+    pub(crate) join: RawTask,
 }
 
 /// Allocates a process (or, with `blocking`, a `spawn_blocking` task) for `future`.
-pub(crate) fn allocate<F>(
+pub(crate) fn allocate<F, S>(
     future: F,
-    shared: Arc<Shared>,
+    scheduler: Arc<S>,
     id: u64,
     spawned_at: &'static Location<'static>,
     blocking: bool,
-) -> NewTask<F::Output>
+) -> NewTask
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    S: Scheduler,
 {
     let state = if blocking {
         state::State::new_blocking()
     } else {
         state::State::new_process()
     };
-    let ptr = cell::Cell::allocate(future, state, raw::vtable::<F>(), shared, id, spawned_at);
+    let scheduler = SchedulerRef::new(scheduler);
+    let vtable = raw::vtable::<F, S>();
+    let ptr = cell::Cell::allocate(future, state, vtable, scheduler, id, spawned_at);
     // SAFETY: just allocated, with three references: one each for the registry entry,
     // the run queue entry and the JoinHandle, handed out here.
     unsafe {
@@ -62,7 +75,7 @@ where
         NewTask {
             registry: raw,
             entry: Notified::from_raw(raw),
-            join: JoinHandle::from_raw(raw),
+            join: raw,
         }
     }
 }

@@ -5,9 +5,10 @@ use std::future::Future;
 use std::ptr::NonNull;
 use std::task::Waker;
 
-use crate::runtime::{Schedule, Shared};
 use crate::task::harness;
 use crate::task::header::Header;
+use crate::task::join_waiter::JoinWaiter;
+use crate::task::scheduler::{Schedule, Scheduler};
 use crate::task::state::{Notify, NotifyByVal, State};
 
 /// The operations that depend on the future's type.
@@ -19,25 +20,31 @@ pub(crate) struct Vtable {
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
     /// `JoinHandle::poll`: writes `Poll::Ready(output)` through the `*mut ()` (a
     /// `*mut Poll<Result<F::Output, JoinError>>`) if complete, else registers the waker.
-    pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
+    pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker, &JoinWaiter),
     /// Drops the `JoinHandle`'s interest and its reference.
     pub(crate) drop_join_handle: unsafe fn(NonNull<Header>),
     /// Runtime shutdown: drops the future of an idle process in place. The caller keeps
     /// (and then releases) the registry entry's reference.
     pub(crate) shutdown: unsafe fn(NonNull<Header>),
+    /// Puts a run queue entry of the process on its scheduler's queues.
+    pub(crate) schedule: unsafe fn(NonNull<Header>, Notified, Schedule),
+    /// The id of the runtime the process belongs to.
+    pub(crate) runtime_id: unsafe fn(NonNull<Header>) -> u64,
 }
 
-/// The vtable for futures of type `F`.
-pub(crate) fn vtable<F: Future + Send + 'static>() -> &'static Vtable
+/// The vtable for futures of type `F` run by schedulers of type `S`.
+pub(crate) fn vtable<F: Future + Send + 'static, S: Scheduler>() -> &'static Vtable
 where
     F::Output: Send + 'static,
 {
     &Vtable {
-        run: harness::run::<F>,
-        dealloc: harness::dealloc::<F>,
-        try_read_output: harness::try_read_output::<F>,
-        drop_join_handle: harness::drop_join_handle::<F>,
-        shutdown: harness::shutdown::<F>,
+        run: harness::run::<F, S>,
+        dealloc: harness::dealloc::<F, S>,
+        try_read_output: harness::try_read_output::<F, S>,
+        drop_join_handle: harness::drop_join_handle::<F, S>,
+        shutdown: harness::shutdown::<F, S>,
+        schedule: harness::schedule::<S>,
+        runtime_id: harness::runtime_id::<S>,
     }
 }
 
@@ -80,6 +87,12 @@ impl RawTask {
 
     pub(crate) fn id(self) -> u64 {
         self.header().id
+    }
+
+    /// The id of the runtime the process belongs to.
+    pub(crate) fn runtime_id(self) -> u64 {
+        // SAFETY: the caller's reference keeps the process live (type invariant).
+        unsafe { (self.header().vtable.runtime_id)(self.ptr) }
     }
 
     /// Adds a reference (for a new waker or entry).
@@ -152,7 +165,8 @@ impl RawTask {
     pub(crate) unsafe fn submit(self) {
         // SAFETY: per the caller.
         let entry = unsafe { Notified::from_raw(self) };
-        Shared::schedule(&self.header().shared, entry, Schedule::Wake);
+        // SAFETY: the entry holds a reference: the process is live.
+        unsafe { (self.header().vtable.schedule)(self.ptr, entry, Schedule::Wake) }
     }
 
     /// Runtime shutdown of one process whose registry reference the caller holds.

@@ -37,7 +37,7 @@
 //! why it may be weaker.
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
-use crate::runtime::ProcessState;
+use crate::task::ProcessState;
 
 /// Mask of the two lifecycle bits. Changed only by the transitions below.
 const LIFECYCLE: usize = 0b11;

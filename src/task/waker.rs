@@ -34,15 +34,6 @@ pub(crate) fn internal_waker(raw: RawTask) -> Waker {
     unsafe { Waker::new(raw.as_ptr().as_ptr().cast(), &INTERNAL_WAKER_VTABLE) }
 }
 
-/// A clone of `waker` for csp itself to keep: for a process's or a `block_on` future's
-/// waker, one that does not count as held outside csp.
-pub(crate) fn internal_clone(waker: &Waker) -> Waker {
-    if let Some(raw) = process_of(waker) {
-        return internal_waker(raw);
-    }
-    crate::wait::parker::internal_waker_of(waker).unwrap_or_else(|| waker.clone())
-}
-
 /// The process behind `waker`, if it is a csp process waker.
 #[inline]
 pub(crate) fn process_of(waker: &Waker) -> Option<RawTask> {

@@ -9,6 +9,7 @@
 //!   register, unregister, take the result), so one engine drives them all;
 //! - `single.rs`: the wait of one operation, behind the plain channel futures;
 //! - `parker.rs`: the thread parker of `block_on` and of the blocking channel calls;
+//! - `join.rs`: [`JoinHandle`], the wait for a process's output;
 //! - `record.rs`, `epoch.rs`: what a blocked owner records that it waits on, for process
 //!   dumps and deadlock detection, and the foreign epoch that marks a record stale.
 //!
@@ -47,9 +48,11 @@
 
 pub(crate) mod claim;
 pub(crate) mod epoch;
+mod join;
 pub(crate) mod operation;
 pub(crate) mod parker;
 pub(crate) mod record;
 pub(crate) mod single;
 
+pub use join::JoinHandle;
 pub(crate) use record::WaitOn;

@@ -113,7 +113,7 @@ impl fmt::Display for WaitOn {
 #[inline]
 pub(crate) fn record(waker: &Waker, wait: WaitOn, foreign: bool) {
     if let Some(process) = crate::task::waker::process_of(waker) {
-        let word = wait.encode(foreign, process.header().shared.id());
+        let word = wait.encode(foreign, process.runtime_id());
         let slot = &process.header().wait;
         // Relaxed: see the module docs; only the polling thread writes the word while
         // the poll runs.
@@ -122,6 +122,23 @@ pub(crate) fn record(waker: &Waker, wait: WaitOn, foreign: bool) {
         let word = wait.encode(foreign, main.runtime());
         main.record(merge(main.wait_word(), word));
     }
+}
+
+/// Records that the owner of `waker` waits for process `process` of runtime `runtime`
+/// (a `JoinHandle`): a wait something outside the owner's runtime may end if the process
+/// belongs to another runtime, or is a blocking-pool task (`blocking`), which runs
+/// outside csp's view.
+pub(crate) fn record_join(waker: &Waker, process: u64, runtime: u64, blocking: bool) {
+    let owner_runtime = if let Some(owner) = crate::task::waker::process_of(waker) {
+        owner.runtime_id()
+    } else if let Some(main) = crate::wait::parker::parker_of(waker) {
+        main.runtime()
+    } else {
+        // A foreign owner: nothing to record.
+        return;
+    };
+    let foreign = blocking || owner_runtime != runtime;
+    record(waker, WaitOn::Join { process }, foreign);
 }
 
 /// The wait word after a poll that recorded `old` records `new` (module docs).

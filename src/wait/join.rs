@@ -1,13 +1,50 @@
-//! The handle that awaits a process's output.
+//! The handle that awaits a process's output: a wait on a process, which records what
+//! its owner waits on and keeps csp's own wakers as internal references, as every other
+//! wait of this layer does (the process layer's `JoinWaiter`).
 
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use crate::task::JoinError;
+use crate::task::join_waiter::JoinWaiter;
 use crate::task::raw::RawTask;
 use crate::task::state::Notify;
+use crate::task::waker::{internal_waker, process_of};
+use crate::wait::parker::{internal_waker_of, parker_of};
+use crate::wait::record::record_join;
+
+/// This layer's part in `JoinHandle::poll`.
+static JOIN_WAITER: JoinWaiter = JoinWaiter {
+    record: record_join,
+    same: wake_same,
+    keep: internal_clone,
+};
+
+/// True if waking `stored` wakes the owner of `waker` (an internal clone has another
+/// vtable than the waker it was made from).
+fn wake_same(stored: &Waker, waker: &Waker) -> bool {
+    if stored.will_wake(waker) {
+        return true;
+    }
+    match (process_of(stored), process_of(waker)) {
+        (Some(a), Some(b)) => a == b,
+        _ => match (parker_of(stored), parker_of(waker)) {
+            (Some(a), Some(b)) => std::ptr::eq(a, b),
+            _ => false,
+        },
+    }
+}
+
+/// A clone of `waker` for csp itself to keep: for a process's or a `block_on` future's
+/// waker, one that does not count as held outside csp.
+fn internal_clone(waker: &Waker) -> Waker {
+    if let Some(raw) = process_of(waker) {
+        return internal_waker(raw);
+    }
+    internal_waker_of(waker).unwrap_or_else(|| waker.clone())
+}
 
 /// An owned permission to await a process's output, returned by [`spawn`](crate::spawn).
 ///
@@ -111,6 +148,7 @@ impl<T> Future for JoinHandle<T> {
                 self.raw.as_ptr(),
                 (&raw mut output).cast(),
                 cx.waker(),
+                &JOIN_WAITER,
             )
         };
         output

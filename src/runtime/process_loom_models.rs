@@ -1,4 +1,5 @@
-//! loom models of the state word, driven through the real vtable: `Shared::spawn`
+//! loom models of a process's state word (`task/state.rs`), driven through the real
+//! vtable and a real runtime's shared state: `Shared::spawn`
 //! allocates the process, `Notified::run` is the worker's poll step, and the wakes, aborts
 //! and drops go through the real `Waker`, `JoinHandle` and reference count.
 //!
@@ -16,7 +17,7 @@ use loom::thread;
 use crate::loom::sync::Mutex;
 use crate::runtime::Shared;
 use crate::runtime::queue::Steal;
-use crate::task::JoinHandle;
+use crate::wait::JoinHandle;
 
 /// A future that counts its polls and drops, keeps its latest waker where a test thread
 /// can take it, and completes on the poll numbered `ready_at` (1-based).
