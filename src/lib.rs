@@ -90,7 +90,7 @@
 //!
 //! Where things are: the process state machine in `src/task/state.rs`, the scheduling
 //! policy in `src/runtime/worker.rs`, the channel core in `src/chan/core.rs`, and the
-//! claim flag every choice completes through in `src/alt/claim.rs`.
+//! claim flag every choice completes through in `src/wait/claim.rs`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]

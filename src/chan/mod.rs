@@ -5,7 +5,12 @@
 //! - `waiter.rs`: the entries waiting operations link into a channel;
 //! - `ops.rs`: recv, send and closed as arms of a choice;
 //! - `sender.rs`, `receiver.rs`, `end.rs`: the public ends and their futures;
-//! - `lock.rs`, `error.rs`.
+//! - `lock.rs`, `error.rs`;
+//! - `home.rs`: which runtime a channel belongs to, for deadlock detection.
+//!
+//! May use: `runtime` (which runtime polls, the blocking bridge), `wait` (claim flags,
+//! owners, the operation interface), `task` and below. Timers (`time`), choice (`alt`),
+//! `par` and `pipe` build on it; nothing below reaches into it.
 
 pub(crate) mod core;
 pub(crate) mod end;

@@ -91,7 +91,7 @@ impl Shared {
                 return;
             }
             let header = raw.header();
-            // Relaxed: see the module docs of `task/wait.rs`.
+            // Relaxed: see the module docs of `wait/record.rs`.
             let wait = header.wait.load(Ordering::Relaxed);
             let recorded = WaitOn::classify(wait, self.id());
             if state.is_blocking()

@@ -10,7 +10,12 @@
 //! - `context.rs`: which runtime the current thread is in;
 //! - `block_on.rs`, `spawn.rs`: the entry points;
 //! - `metrics.rs`, `info.rs`: counters and process dumps;
-//! - `deadlock.rs`: deadlock detection.
+//! - `deadlock.rs`: deadlock detection;
+//! - `timer/`: the timer driver, one wheel per runtime, advanced by its workers.
+//!
+//! May use: `wait` (the parker of `block_on`, wait records), `task` (it implements the
+//! process layer's `Scheduler`) and below. Knows no channel, choice or user-facing timer:
+//! `chan`, `time`, `alt`, `par` and `pipe` build on it, and nothing below reaches into it.
 
 pub(crate) mod block_on;
 mod blocking;

@@ -44,6 +44,8 @@ pub(crate) struct Shared {
 }
 
 impl Scheduler for Shared {
+    type JoinWaiter = crate::wait::join::JoinHooks;
+
     #[inline]
     fn schedule(this: &Arc<Shared>, entry: Notified, how: Schedule) {
         Shared::schedule(this, entry, how);

@@ -241,14 +241,13 @@ pub(crate) unsafe fn try_read_output<F: Future, S: Scheduler>(
     ptr: NonNull<Header>,
     dst: *mut (),
     waker: &Waker,
-    waiter: &JoinWaiter,
 ) {
     // SAFETY: the JoinHandle's reference keeps the cell alive.
     let harness = unsafe { Harness::<F, S>::from_raw(ptr) };
     let header = &harness.cell().header;
     // SAFETY: the vtable was made for `S`.
     let runtime = unsafe { header.scheduler.get::<S>() }.id();
-    if !can_read_output(header, runtime, waker, waiter) {
+    if !can_read_output::<S::JoinWaiter>(header, runtime, waker) {
         return;
     }
     // SAFETY: complete with JOIN_INTEREST held by the caller: the output is the
@@ -265,21 +264,21 @@ pub(crate) unsafe fn try_read_output<F: Future, S: Scheduler>(
 }
 
 /// True if the output can be read now; otherwise `waker` is stored for completion.
-fn can_read_output(header: &Header, runtime: u64, waker: &Waker, waiter: &JoinWaiter) -> bool {
+fn can_read_output<J: JoinWaiter>(header: &Header, runtime: u64, waker: &Waker) -> bool {
     let state = &header.state;
     let snapshot = state.load();
     if snapshot.is_complete() {
         return true;
     }
     // For dumps and deadlock detection.
-    (waiter.record)(waker, header.id, runtime, snapshot.is_blocking());
+    J::record(waker, header.id, runtime, snapshot.is_blocking());
     if snapshot.has_join_waker() {
         // SAFETY: JOIN_WAKER is set and only the completer reads the slot meanwhile;
         // reading it here as well is a shared access.
         let same = header.join_waker.with(|slot| {
             unsafe { &*slot }
                 .as_ref()
-                .is_some_and(|stored| (waiter.same)(stored, waker))
+                .is_some_and(|stored| J::same(stored, waker))
         });
         if same {
             return false;
@@ -290,7 +289,7 @@ fn can_read_output(header: &Header, runtime: u64, waker: &Waker, waiter: &JoinWa
     }
     // csp keeps this waker: for its own wakers, an internal clone, not counted as held
     // outside csp.
-    let stored = (waiter.keep)(waker);
+    let stored = J::keep(waker);
     // SAFETY: JOIN_WAKER is clear and the process not complete: the slot is ours.
     header
         .join_waker

@@ -12,9 +12,9 @@
 //! - `process_state.rs`: the state a dump reports.
 //!
 //! The floor of the crate's layers: it may use `loom`, `tuning` and `id` only, and knows
-//! no runtime, channel, wait or choice. The runtime fills in its interfaces (it
-//! implements `Scheduler`); the waiting layer fills in `JoinWaiter`. Its loom models,
-//! which drive processes through a real runtime, live in `runtime/`.
+//! no runtime, channel, wait or choice. The layers above fill in its interfaces: the
+//! runtime implements `Scheduler`, and names as its `JoinWaiter` the waiting layer's.
+//! Its loom models, which drive processes through a real runtime, live in `runtime/`.
 
 mod cell;
 mod error;

@@ -7,7 +7,6 @@ use std::task::Waker;
 
 use crate::task::harness;
 use crate::task::header::Header;
-use crate::task::join_waiter::JoinWaiter;
 use crate::task::scheduler::{Schedule, Scheduler};
 use crate::task::state::{Notify, NotifyByVal, State};
 
@@ -20,7 +19,7 @@ pub(crate) struct Vtable {
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
     /// `JoinHandle::poll`: writes `Poll::Ready(output)` through the `*mut ()` (a
     /// `*mut Poll<Result<F::Output, JoinError>>`) if complete, else registers the waker.
-    pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker, &JoinWaiter),
+    pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
     /// Drops the `JoinHandle`'s interest and its reference.
     pub(crate) drop_join_handle: unsafe fn(NonNull<Header>),
     /// Runtime shutdown: drops the future of an idle process in place. The caller keeps

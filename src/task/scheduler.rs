@@ -8,6 +8,7 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
 use crate::loom::sync::Arc;
+use crate::task::join_waiter::JoinWaiter;
 use crate::task::raw::{Notified, RawTask};
 
 /// Why a process is being put on a run queue; decides where it goes (the runtime's
@@ -24,6 +25,9 @@ pub(crate) enum Schedule {
 
 /// What the process layer needs of a runtime.
 pub(crate) trait Scheduler: Send + Sync + Sized + 'static {
+    /// How a `JoinHandle` of this runtime's processes parks its waker.
+    type JoinWaiter: JoinWaiter;
+
     /// Puts `entry` on a run queue of `this`.
     fn schedule(this: &Arc<Self>, entry: Notified, how: Schedule);
 

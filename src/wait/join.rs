@@ -15,12 +15,23 @@ use crate::task::waker::{internal_waker, process_of};
 use crate::wait::parker::{internal_waker_of, parker_of};
 use crate::wait::record::record_join;
 
-/// This layer's part in `JoinHandle::poll`.
-static JOIN_WAITER: JoinWaiter = JoinWaiter {
-    record: record_join,
-    same: wake_same,
-    keep: internal_clone,
-};
+/// This layer's part in `JoinHandle::poll`, named by the runtime for its processes.
+#[derive(Debug)]
+pub(crate) struct JoinHooks;
+
+impl JoinWaiter for JoinHooks {
+    fn record(waker: &Waker, process: u64, runtime: u64, blocking: bool) {
+        record_join(waker, process, runtime, blocking);
+    }
+
+    fn same(stored: &Waker, waker: &Waker) -> bool {
+        wake_same(stored, waker)
+    }
+
+    fn keep(waker: &Waker) -> Waker {
+        internal_clone(waker)
+    }
+}
 
 /// True if waking `stored` wakes the owner of `waker` (an internal clone has another
 /// vtable than the waker it was made from).
@@ -148,7 +159,6 @@ impl<T> Future for JoinHandle<T> {
                 self.raw.as_ptr(),
                 (&raw mut output).cast(),
                 cx.waker(),
-                &JOIN_WAITER,
             )
         };
         output

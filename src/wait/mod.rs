@@ -48,7 +48,7 @@
 
 pub(crate) mod claim;
 pub(crate) mod epoch;
-mod join;
+pub(crate) mod join;
 pub(crate) mod operation;
 pub(crate) mod parker;
 pub(crate) mod record;

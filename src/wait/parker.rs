@@ -24,7 +24,7 @@ pub(crate) struct Parker {
     notified: AtomicBool,
     /// Clones of its waker that exist outside csp.
     foreign_wakers: AtomicUsize,
-    /// The wait its future recorded in its last poll (a wait word, `task/wait.rs`).
+    /// The wait its future recorded in its last poll (a wait word, `record.rs`).
     wait: AtomicU64,
 }
 

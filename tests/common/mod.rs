@@ -1,7 +1,12 @@
 //! Helpers shared by the integration tests: a watchdog, counters, counted futures and
-//! wakers, and a probe that tells whether a process's allocation was freed.
+//! wakers, and a probe that tells whether a process's allocation was freed; the helpers
+//! of each family of tests in a module of its own (`channels`, `select`, `signal`).
 
 #![allow(dead_code)] // each test binary uses a different subset
+
+pub mod channels;
+pub mod select;
+pub mod signal;
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, Location};
@@ -229,6 +234,17 @@ pub fn forget_boxed<T: ?Sized>(boxed: Pin<Box<T>>) {
     let address = std::ptr::from_ref::<T>(&boxed).cast::<u8>() as usize;
     LEAKED.lock().unwrap().push(address);
     std::mem::forget(boxed);
+}
+
+/// Polls `future` once with a waker that does nothing.
+pub fn poll_noop<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
+    let waker = futures::task::noop_waker();
+    future.poll(&mut Context::from_waker(&waker))
+}
+
+/// Polls `future` once with `waker`.
+pub fn poll_with<F: Future + ?Sized>(future: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(waker))
 }
 
 /// Polls `future` once with `waker`.

@@ -1,0 +1,138 @@
+//! Foreign code that panics around channels: wakers run with no entry of a freed
+//! future left linked, no value lost, and the rest of a batch still woken.
+//!
+//! Every test runs under a watchdog (`common::bounded`) and counts the drops of its
+//! payloads wherever a value could be lost or duplicated.
+
+use csp::{RecvError, TryRecvError};
+use std::panic::AssertUnwindSafe;
+use std::task::{Context, Poll};
+
+mod common;
+
+use common::channels::*;
+use common::{Counter, PanickingWaker, Tracked, bounded, panic_message, runtime};
+use common::{poll_noop, poll_with};
+
+// ---------------------------------------------------------------------------------------
+// Foreign code that panics: wakers run with no entry of a freed future left linked, no
+// value lost, and the rest of a batch still woken
+// ---------------------------------------------------------------------------------------
+
+/// A send starts waiting and wakes a `poll_recv` reader whose waker panics: the panic
+/// unwinds through the send's poll, and the send future dropped afterwards must leave no
+/// entry in the channel (the channel would reach into freed memory).
+#[test]
+fn a_send_whose_registration_wakes_a_panicking_reader_leaves_no_entry_behind() {
+    bounded(10, || {
+        let drops = Counter::new();
+        let (tx, mut rx) = csp::channel::<Tracked>();
+        let (reader, panicking) = PanickingWaker::new();
+        assert!(
+            rx.poll_recv(&mut Context::from_waker(&panicking))
+                .is_pending()
+        );
+
+        let mut send = Box::pin(tx.send(Tracked::new(7, &drops)));
+        let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| poll_noop(send.as_mut())));
+        let payload = unwound.expect_err("the reader's waker panics through the send's poll");
+        assert_eq!(panic_message(&*payload).as_deref(), Some("waker panics"));
+        assert_eq!(reader.wakes(), 1);
+        drop(send);
+        assert_eq!(
+            drops.get(),
+            1,
+            "the unsent value drops with its future, once"
+        );
+
+        assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)));
+        assert_eq!(
+            drops.get(),
+            1,
+            "nothing was read from the dropped send's entry"
+        );
+    });
+}
+
+/// A receive takes a value from a waiting sender whose waker panics: the value the
+/// receive took must not vanish with the unwinding poll. Dropped afterwards unread, the
+/// receive gives it back to the channel, ahead of the others.
+#[test]
+fn a_receive_that_wakes_a_panicking_sender_loses_no_value() {
+    bounded(10, || {
+        let drops = Counter::new();
+        let (tx, rx) = csp::channel::<Tracked>();
+        let (sender, panicking) = PanickingWaker::new();
+        let mut send = Box::pin(tx.send(Tracked::new(3, &drops)));
+        assert!(poll_with(send.as_mut(), &panicking).is_pending());
+
+        let mut recv = Box::pin(rx.recv());
+        let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| poll_noop(recv.as_mut())));
+        assert!(
+            unwound.is_err(),
+            "the sender's waker panics through the receive's poll"
+        );
+        assert_eq!(sender.wakes(), 1);
+        drop(recv);
+        assert_eq!(
+            drops.get(),
+            0,
+            "the received value was given back, not dropped"
+        );
+
+        assert!(matches!(poll_noop(send.as_mut()), Poll::Ready(Ok(()))));
+        assert_eq!(rx.try_recv().map(|t| t.value), Ok(3));
+        assert_eq!(drops.get(), 1);
+    });
+}
+
+/// `try_recv` takes a waiting sender's value and that sender's waker panics: the value
+/// goes back to the channel before the panic reaches the caller.
+#[test]
+fn a_try_recv_that_wakes_a_panicking_sender_loses_no_value() {
+    bounded(10, || {
+        let drops = Counter::new();
+        let (tx, rx) = csp::channel::<Tracked>();
+        let (_sender, panicking) = PanickingWaker::new();
+        let mut send = Box::pin(tx.send(Tracked::new(4, &drops)));
+        assert!(poll_with(send.as_mut(), &panicking).is_pending());
+
+        let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| rx.try_recv()));
+        assert!(unwound.is_err());
+        assert_eq!(drops.get(), 0);
+        assert_eq!(rx.try_recv().map(|t| t.value), Ok(4));
+        assert_eq!(drops.get(), 1);
+    });
+}
+
+/// A close fires every waiting entry; the first one's waker panics. Every process
+/// waiting behind it must still be woken (and the panic reach the closer).
+#[test]
+fn a_panicking_waker_in_a_close_still_wakes_every_other_waiter() {
+    bounded(20, || {
+        let rt = runtime(2, "close-panic");
+        let (tx, rx) = csp::channel::<u32>();
+        let (first, panicking) = PanickingWaker::new();
+        let mut recv = Box::pin(rx.recv());
+        assert!(poll_with(recv.as_mut(), &panicking).is_pending());
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let rx = rx.clone();
+                rt.spawn(async move { rx.recv().await })
+            })
+            .collect();
+        wait_all_sleeping_on(&rt, &handle_ids(&handles), "recv on channel");
+
+        let closed = std::panic::catch_unwind(AssertUnwindSafe(move || drop(tx)));
+        let payload = closed.expect_err("the panic of the first waker reaches the closer");
+        assert_eq!(panic_message(&*payload).as_deref(), Some("waker panics"));
+        assert_eq!(first.wakes(), 1);
+        for handle in handles {
+            assert_eq!(rt.block_on(handle).unwrap(), Err(RecvError));
+        }
+        assert!(matches!(
+            poll_noop(recv.as_mut()),
+            Poll::Ready(Err(RecvError))
+        ));
+    });
+}

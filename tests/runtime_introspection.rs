@@ -1,0 +1,276 @@
+//! What the runtime tells about itself: `processes()` and `metrics()`.
+//!
+//! Every test runs under a watchdog (`common::bounded`), so a hang fails it with a
+//! message rather than stalling the run.
+
+use csp::ProcessState;
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
+use std::thread;
+use std::time::Duration;
+
+mod common;
+
+use common::signal::*;
+use common::{bounded, runtime, thread_name, wait_for_state, wait_until_no_process};
+
+// ---------------------------------------------------------------------------------------
+// processes()
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn processes_reports_where_each_process_was_spawned() {
+    bounded(20, || {
+        let rt = runtime(2, "dump");
+        let handle = rt.handle();
+        let (a, line_a) = (rt.spawn(std::future::pending::<()>()), line!());
+        let (b, line_b) = (handle.spawn(std::future::pending::<()>()), line!());
+        let (c, line_c) =
+            rt.block_on(async { (csp::spawn(std::future::pending::<()>()), line!()) });
+        let done = rt.spawn(async {});
+        let done_id = done.id();
+        rt.block_on(done).unwrap();
+        for (h, line) in [(&a, line_a), (&b, line_b), (&c, line_c)] {
+            wait_for_state(&rt, h.id(), ProcessState::Sleeping);
+            let dump = rt.processes();
+            let info = dump.iter().find(|p| p.id == h.id()).unwrap();
+            assert_eq!(info.state, ProcessState::Sleeping);
+            assert_eq!(info.spawned_at.file(), file!(), "{info:?}");
+            assert_eq!(info.spawned_at.line(), line, "{info:?}");
+            assert_eq!(info.waiting_on, None);
+        }
+        let dump = rt.processes();
+        assert!(
+            !dump.iter().any(|p| p.id == done_id),
+            "completed processes are absent"
+        );
+        let ids: Vec<u64> = dump.iter().map(|p| p.id).collect();
+        assert_eq!(ids.len(), 3, "{dump:?}");
+        for h in [a, b, c] {
+            h.abort();
+            rt.block_on(h).unwrap_err();
+        }
+        assert!(rt.processes().is_empty());
+    });
+}
+
+#[test]
+fn processes_shows_every_scheduling_state() {
+    bounded(20, || {
+        let rt = runtime(1, "states");
+        let started = Arc::new(AtomicBool::new(false));
+        let release = Arc::new(AtomicBool::new(false));
+        let (s, r) = (started.clone(), release.clone());
+        let mut polled = 0;
+        // Wakes itself on its first poll, then blocks the worker until released.
+        let yielding = rt.spawn(poll_fn(move |cx| {
+            polled += 1;
+            if polled > 1 {
+                return Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            s.store(true, Ordering::SeqCst);
+            spin_until(&r);
+            Poll::Pending
+        }));
+        spin_until(&started);
+        let queued = rt.spawn(async {});
+        let state_of = |id: u64| {
+            rt.processes()
+                .into_iter()
+                .find(|p| p.id == id)
+                .map(|p| p.state)
+        };
+        assert_eq!(state_of(yielding.id()), Some(ProcessState::Yielding));
+        assert_eq!(state_of(queued.id()), Some(ProcessState::Queued));
+        release.store(true, Ordering::SeqCst);
+        rt.block_on(yielding).unwrap();
+        rt.block_on(queued).unwrap();
+
+        let started = Arc::new(AtomicBool::new(false));
+        let release = Arc::new(AtomicBool::new(false));
+        let (s, r) = (started.clone(), release.clone());
+        let running = rt.spawn(poll_fn(move |_| {
+            s.store(true, Ordering::SeqCst);
+            spin_until(&r);
+            Poll::Ready(())
+        }));
+        spin_until(&started);
+        assert_eq!(state_of(running.id()), Some(ProcessState::Running));
+        release.store(true, Ordering::SeqCst);
+        rt.block_on(running).unwrap();
+
+        let sleeping = rt.spawn(std::future::pending::<()>());
+        wait_for_state(&rt, sleeping.id(), ProcessState::Sleeping);
+        sleeping.abort();
+        rt.block_on(sleeping).unwrap_err();
+    });
+}
+
+// ---------------------------------------------------------------------------------------
+// metrics()
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn metrics_count_spawns_polls_and_live_processes() {
+    bounded(30, || {
+        let rt = runtime(3, "metrics");
+        let m = rt.metrics();
+        assert_eq!(m.workers, 3);
+        assert_eq!(m.spawned, 0);
+        assert_eq!(m.processes_alive, 0);
+
+        // 10 remote spawns, each spawning 5 local ones.
+        let handles: Vec<_> = (0..10)
+            .map(|_| {
+                rt.spawn(async {
+                    let children: Vec<_> = (0..5).map(|_| csp::spawn(async {})).collect();
+                    for c in children {
+                        c.await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            rt.block_on(h).unwrap();
+        }
+        let m = rt.metrics();
+        assert_eq!(m.spawned, 60);
+        assert!(m.polls >= 60, "{m:?}");
+        wait_until_no_process(&rt, 10);
+
+        // Live processes are counted while they live.
+        let pending: Vec<_> = (0..7)
+            .map(|_| rt.spawn(std::future::pending::<()>()))
+            .collect();
+        assert_eq!(rt.metrics().processes_alive, 7);
+        assert_eq!(rt.metrics().spawned, 67);
+        for h in &pending {
+            h.abort();
+        }
+        for h in pending {
+            rt.block_on(h).unwrap_err();
+        }
+        wait_until_no_process(&rt, 10);
+        // spawn_blocking closures are not processes.
+        rt.block_on(rt.handle().spawn_blocking(|| ())).unwrap();
+        assert_eq!(rt.metrics().spawned, 67);
+        let m = rt.metrics();
+        assert!(m.polls >= m.spawned);
+        assert_eq!(m.workers, 3);
+    });
+}
+
+#[test]
+fn processes_alive_is_zero_once_every_handle_resolved() {
+    // API.md: a process is live until its future completes or is dropped; an output
+    // waiting in a JoinHandle is not a live process. So once its JoinHandle has
+    // resolved, a process no longer counts in `processes_alive` (nor in `processes()`).
+    bounded(30, || {
+        let rt = runtime(2, "alive");
+        let mut counted_alive = 0;
+        for _ in 0..10_000 {
+            let handle = rt.spawn(async {});
+            let id = handle.id();
+            rt.block_on(handle).unwrap();
+            if rt.metrics().processes_alive != 0 {
+                counted_alive += 1;
+            }
+            assert!(!rt.processes().iter().any(|p| p.id == id));
+        }
+        assert_eq!(
+            counted_alive, 0,
+            "in {counted_alive} of 10000 rounds, the process still counted in processes_alive \
+             after its JoinHandle resolved"
+        );
+    });
+}
+
+#[test]
+fn handoffs_after_a_ping_pong() {
+    use futures::channel::mpsc as fmpsc;
+    use futures::{SinkExt, StreamExt};
+    bounded(20, || {
+        let rt = runtime(2, "pingpong");
+        let (mut ping_tx, mut ping_rx) = fmpsc::channel::<u32>(0);
+        let (mut pong_tx, mut pong_rx) = fmpsc::channel::<u32>(0);
+        let ponger = rt.spawn(async move {
+            while let Some(v) = ping_rx.next().await {
+                pong_tx.send(v + 1).await.unwrap();
+            }
+        });
+        let pinger = rt.spawn(async move {
+            let mut v = 0;
+            for _ in 0..200 {
+                ping_tx.send(v).await.unwrap();
+                v = pong_rx.next().await.unwrap();
+            }
+            v
+        });
+        assert_eq!(rt.block_on(pinger).unwrap(), 200);
+        rt.block_on(ponger).unwrap();
+        let m = rt.metrics();
+        assert!(m.handoffs > 0, "{m:?}");
+        assert!(m.handoffs <= m.polls, "{m:?}");
+    });
+}
+
+#[test]
+fn a_spawn_burst_completes_under_stealing() {
+    bounded(30, || {
+        let rt = runtime(2, "burst");
+        let sum = rt
+            .block_on(rt.spawn(async {
+                let handles: Vec<_> = (0..20_000u64)
+                    .map(|i| {
+                        csp::spawn(async move {
+                            csp::yield_now().await;
+                            i
+                        })
+                    })
+                    .collect();
+                let mut sum = 0;
+                for h in handles {
+                    sum += h.await.unwrap();
+                }
+                sum
+            }))
+            .unwrap();
+        assert_eq!(sum, 20_000 * 19_999 / 2);
+        let m = rt.metrics();
+        assert_eq!(m.spawned, 20_001);
+        // Each yields once: at least two polls each.
+        assert!(m.polls >= 40_000, "{m:?}");
+        assert!(m.steals <= m.polls, "{m:?}");
+    });
+}
+
+#[test]
+fn join_handles_across_runtimes() {
+    bounded(20, || {
+        let a = runtime(1, "rt-a");
+        let b = runtime(1, "rt-b");
+        let signal = Signal::new();
+        let wait = signal.wait();
+        let on_b = b.spawn(async move {
+            wait.await;
+            thread_name()
+        });
+        let on_a = a.spawn(async move { (thread_name(), on_b.await.unwrap()) });
+        thread::sleep(Duration::from_millis(10));
+        signal.set();
+        let (name_a, name_b) = futures::executor::block_on(on_a).unwrap();
+        assert_eq!((name_a.as_str(), name_b.as_str()), ("rt-a-0", "rt-b-0"));
+        // A Handle spawns onto its own runtime, even from another runtime's process.
+        let handle_b = b.handle();
+        let name = a
+            .block_on(a.spawn(async move { handle_b.spawn(async { thread_name() }).await }))
+            .unwrap()
+            .unwrap();
+        assert_eq!(name, "rt-b-0");
+        assert_eq!(b.metrics().spawned, 2);
+        assert_eq!(a.metrics().spawned, 2);
+    });
+}
