@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 mod common;
 
 use common::channels::*;
-use common::{Counter, PanickingWaker, Tracked, bounded, panic_message, runtime};
+use common::{Counter, CountingWaker, Tracked, bounded, panic_message, runtime};
 use common::{poll_noop, poll_with};
 
 // ---------------------------------------------------------------------------------------
@@ -27,7 +27,7 @@ fn a_send_whose_registration_wakes_a_panicking_reader_leaves_no_entry_behind() {
     bounded(10, || {
         let drops = Counter::new();
         let (tx, mut rx) = csp::channel::<Tracked>();
-        let (reader, panicking) = PanickingWaker::new();
+        let (reader, panicking) = CountingWaker::panicking();
         assert!(
             rx.poll_recv(&mut Context::from_waker(&panicking))
                 .is_pending()
@@ -62,7 +62,7 @@ fn a_receive_that_wakes_a_panicking_sender_loses_no_value() {
     bounded(10, || {
         let drops = Counter::new();
         let (tx, rx) = csp::channel::<Tracked>();
-        let (sender, panicking) = PanickingWaker::new();
+        let (sender, panicking) = CountingWaker::panicking();
         let mut send = Box::pin(tx.send(Tracked::new(3, &drops)));
         assert!(poll_with(send.as_mut(), &panicking).is_pending());
 
@@ -93,7 +93,7 @@ fn a_try_recv_that_wakes_a_panicking_sender_loses_no_value() {
     bounded(10, || {
         let drops = Counter::new();
         let (tx, rx) = csp::channel::<Tracked>();
-        let (_sender, panicking) = PanickingWaker::new();
+        let (_sender, panicking) = CountingWaker::panicking();
         let mut send = Box::pin(tx.send(Tracked::new(4, &drops)));
         assert!(poll_with(send.as_mut(), &panicking).is_pending());
 
@@ -112,7 +112,7 @@ fn a_panicking_waker_in_a_close_still_wakes_every_other_waiter() {
     bounded(20, || {
         let rt = runtime(2, "close-panic");
         let (tx, rx) = csp::channel::<u32>();
-        let (first, panicking) = PanickingWaker::new();
+        let (first, panicking) = CountingWaker::panicking();
         let mut recv = Box::pin(rx.recv());
         assert!(poll_with(recv.as_mut(), &panicking).is_pending());
         let handles: Vec<_> = (0..4)

@@ -7,15 +7,14 @@ use csp::ProcessState;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 mod common;
 
 use common::signal::*;
 use common::{
-    Counter, PanicOnDrop, Tracked, bounded, panic_message, poll_once, runtime, wait_for_state,
-    wait_until,
+    Counter, CountingWaker, PanicOnDrop, Tracked, bounded, panic_message, poll_once, runtime,
+    wait_for_state, wait_until,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -206,19 +205,6 @@ fn a_panicking_drop_at_shutdown_is_contained() {
     });
 }
 
-/// A waker whose wake panics (a misbehaving foreign executor).
-struct PanickingWaker;
-
-impl std::task::Wake for PanickingWaker {
-    fn wake(self: Arc<Self>) {
-        panic!("the JoinHandle's waker panicked");
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        panic!("the JoinHandle's waker panicked");
-    }
-}
-
 #[test]
 fn a_panicking_join_handle_waker_does_not_kill_the_worker() {
     // The worker that completes a process wakes its JoinHandle's waker, which belongs to
@@ -232,10 +218,12 @@ fn a_panicking_join_handle_waker_does_not_kill_the_worker() {
             wait.await;
             1u8
         });
-        let waker = Waker::from(Arc::new(PanickingWaker));
+        // A misbehaving foreign executor's waker.
+        let (probe, waker) = CountingWaker::panicking();
         assert!(poll_once(&mut handle, &waker).is_pending());
         signal.set();
         wait_until(5, "the process finished", || handle.is_finished());
+        assert_eq!(probe.wakes(), 1);
         match poll_once(&mut handle, Waker::noop()) {
             Poll::Ready(Ok(v)) => assert_eq!(v, 1),
             other => panic!("the output was lost: {other:?}"),

@@ -337,7 +337,7 @@ fn foreign_sleep_on(
 fn a_panicking_waker_on_a_fired_timer_kills_no_worker() {
     bounded(20, || {
         let rt = runtime(1, "timer-waker-panic");
-        let (probe, panicking) = common::PanickingWaker::new();
+        let (probe, panicking) = CountingWaker::panicking();
         let (counting, waker) = CountingWaker::new();
         let first = foreign_sleep_on(&rt, 20 * MS, panicking);
         let second = foreign_sleep_on(&rt, 20 * MS, waker);
@@ -365,7 +365,7 @@ fn a_panicking_waker_on_a_fired_timer_kills_no_worker() {
 fn a_panicking_waker_at_shutdown_still_wakes_every_other_timer() {
     bounded(20, || {
         let rt = runtime(1, "timer-shutdown-panic");
-        let (probe, panicking) = common::PanickingWaker::new();
+        let (probe, panicking) = CountingWaker::panicking();
         let (counting, waker) = CountingWaker::new();
         let hour = Duration::from_secs(3600);
         let first = foreign_sleep_on(&rt, hour, panicking);

@@ -168,14 +168,30 @@ pub fn pending_counted() -> (Counted<()>, Counter, Counter) {
 /// the process is pending, and the process's allocation holds a clone of it until it is
 /// freed, so `Arc::strong_count(&probe) == 1` once every clone is gone means the
 /// allocation (and every reference to it) was released.
+///
+/// [`panicking`](Self::panicking) makes one whose wakes panic with `"waker panics"`
+/// (after counting): the foreign code csp must survive without losing or stranding
+/// anything.
 #[derive(Default, Debug)]
 pub struct CountingWaker {
     wakes: AtomicUsize,
+    panics: bool,
 }
 
 impl CountingWaker {
     pub fn new() -> (Arc<CountingWaker>, Waker) {
-        let probe = Arc::new(CountingWaker::default());
+        CountingWaker::make(false)
+    }
+
+    pub fn panicking() -> (Arc<CountingWaker>, Waker) {
+        CountingWaker::make(true)
+    }
+
+    fn make(panics: bool) -> (Arc<CountingWaker>, Waker) {
+        let probe = Arc::new(CountingWaker {
+            wakes: AtomicUsize::new(0),
+            panics,
+        });
         let waker = Waker::from(probe.clone());
         (probe, waker)
     }
@@ -187,41 +203,14 @@ impl CountingWaker {
 
 impl Wake for CountingWaker {
     fn wake(self: Arc<Self>) {
-        self.wakes.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.wakes.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// A waker whose wake panics with `"waker panics"` (after counting the wake): the
-/// foreign code that csp must survive without losing or stranding anything.
-#[derive(Default, Debug)]
-pub struct PanickingWaker {
-    wakes: AtomicUsize,
-}
-
-impl PanickingWaker {
-    pub fn new() -> (Arc<PanickingWaker>, Waker) {
-        let probe = Arc::new(PanickingWaker::default());
-        let waker = Waker::from(probe.clone());
-        (probe, waker)
-    }
-
-    pub fn wakes(&self) -> usize {
-        self.wakes.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for PanickingWaker {
-    fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.wakes.fetch_add(1, Ordering::SeqCst);
-        panic!("waker panics");
+        if self.panics {
+            panic!("waker panics");
+        }
     }
 }
 
