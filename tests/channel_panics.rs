@@ -4,9 +4,11 @@
 //! Every test runs under a watchdog (`common::bounded`) and counts the drops of its
 //! payloads wherever a value could be lost or duplicated.
 
-use csp::{RecvError, TryRecvError};
+use csp::{RecvError, SendError, Sender, TryRecvError};
 use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 mod common;
 
@@ -134,5 +136,91 @@ fn a_panicking_waker_in_a_close_still_wakes_every_other_waiter() {
             poll_noop(recv.as_mut()),
             Poll::Ready(Err(RecvError))
         ));
+    });
+}
+
+/// The thread of a blocking sender that a waker's clone lets in.
+type SenderThread = Arc<Mutex<Option<std::thread::JoinHandle<Result<(), SendError<u32>>>>>>;
+
+/// Lets a blocking sender into `tx`'s channel and waits until it is surely waiting there:
+/// run from a waker's clone, while csp has dropped the channel's lock to make it. The
+/// sender's thread goes into `thread`.
+fn let_a_sender_in(
+    tx: Sender<u32>,
+    value: u32,
+    thread: &SenderThread,
+) -> impl FnOnce() + Send + use<> {
+    let thread = thread.clone();
+    move || {
+        *thread.lock().unwrap() = Some(std::thread::spawn(move || tx.send_blocking(value)));
+        std::thread::sleep(Duration::from_millis(300 * common::scaled_secs(1)));
+    }
+}
+
+/// Joins the sender `let_a_sender_in` started: it must have been woken, its send done.
+fn sender_finished(thread: &SenderThread) {
+    let thread = thread.lock().unwrap().take().expect("the waker was cloned");
+    assert_eq!(thread.join().unwrap(), Ok(()));
+}
+
+/// A receive whose (foreign) waker csp clones with the channel's lock dropped: a sender
+/// comes meanwhile, the receive takes its value on the second try, and then the waker
+/// clone it made, no longer needed, panics as it drops. The sender must still be woken,
+/// and the value must not be lost.
+#[test]
+fn a_waker_clone_whose_drop_panics_loses_no_wake_of_a_receive() {
+    bounded(20, || {
+        let (tx, rx) = csp::channel::<u32>();
+        let thread = SenderThread::default();
+        let waker = common::waker_with_clone_hook(let_a_sender_in(tx.clone(), 7, &thread));
+        let mut recv = Box::pin(rx.recv());
+        let unwound =
+            std::panic::catch_unwind(AssertUnwindSafe(|| poll_with(recv.as_mut(), &waker)));
+        let payload = unwound.expect_err("the clone's drop panics through the poll");
+        assert_eq!(
+            panic_message(&*payload).as_deref(),
+            Some("waker drop panics")
+        );
+        sender_finished(&thread);
+        drop(recv);
+        assert_eq!(
+            rx.recv_blocking(),
+            Ok(7),
+            "the value went back to the channel"
+        );
+        drop(tx);
+    });
+}
+
+/// The same through a `Select`'s registration pass.
+#[test]
+fn a_waker_clone_whose_drop_panics_loses_no_wake_of_a_select() {
+    bounded(20, || {
+        let (tx, rx) = csp::channel::<u32>();
+        let (_tx2, rx2) = csp::channel::<u32>();
+        let thread = SenderThread::default();
+        let waker = common::waker_with_clone_hook(let_a_sender_in(tx.clone(), 8, &thread));
+        let mut sel = csp::Select::new();
+        sel.recv(&rx);
+        sel.recv(&rx2);
+        {
+            let mut select = Box::pin(sel.select());
+            let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                poll_with(select.as_mut(), &waker).is_ready()
+            }));
+            let payload = unwound.expect_err("the clone's drop panics through the poll");
+            assert_eq!(
+                panic_message(&*payload).as_deref(),
+                Some("waker drop panics")
+            );
+        }
+        sender_finished(&thread);
+        drop(sel);
+        assert_eq!(
+            rx.recv_blocking(),
+            Ok(8),
+            "the value went back to the channel"
+        );
+        drop(tx);
     });
 }

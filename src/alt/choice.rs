@@ -154,10 +154,16 @@ impl Plan {
     /// Locks the channels of every enabled arm, in address order; they stay locked
     /// until the returned guard drops.
     fn lock<'p, A: ArmSet + ?Sized>(&'p self, arms: &'p A) -> HeldAll<'p, A> {
+        let mut held = HeldAll {
+            plan: self,
+            arms,
+            count: 0,
+        };
         for i in self.locks.iter() {
             Self::enabled(arms, i).lock();
+            held.count += 1;
         }
-        HeldAll { plan: self, arms }
+        held
     }
 
     /// Tries the arms in order under the locks; the first that completes fires.
@@ -212,23 +218,35 @@ impl Plan {
 struct HeldAll<'p, A: ArmSet + ?Sized> {
     plan: &'p Plan,
     arms: &'p A,
+    /// How many of the plan's locks, in order, are held.
+    count: usize,
 }
 
 impl<A: ArmSet + ?Sized> Drop for HeldAll<'_, A> {
     fn drop(&mut self) {
-        for i in self.plan.locks.iter().rev() {
-            // SAFETY: a `HeldAll` exists only while `Plan::lock`'s locks are held.
-            unsafe { Plan::enabled(self.arms, i).unlock() };
+        for &i in self.plan.locks.as_slice()[..self.count].iter().rev() {
+            // An arm cannot be disabled while its lock is held; should it be, it is left
+            // locked rather than panic in a drop.
+            if let Some(arm) = self.arms.arm(i as usize) {
+                // SAFETY: `Plan::lock` took this lock and counted it.
+                unsafe { arm.unlock() };
+            }
         }
     }
 }
 
-/// Runs the wakes of arm `fired`, which completed at once. Should a waker panic, the
-/// arm's outcome is undone first (`Operation::abandon`: a received value goes back to
-/// its channel), as for a choice dropped after its arm fired, so the unwinding poll
-/// loses no value.
-fn run_wakes_of<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes) {
-    if let Err(panic) = wakes.run_catching() {
+/// Runs the wakes of arm `fired`, which completed at once, then drops `owner` (the waker
+/// the choice would have waited with, if it made one: foreign code too). Should either
+/// panic, the arm's outcome is undone first (`Operation::abandon`: a received value goes
+/// back to its channel), as for a choice dropped after its arm fired, so the unwinding
+/// poll loses no value and no wake.
+fn run_wakes_of<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes, owner: Option<Owner>) {
+    let woken = wakes.run_catching();
+    let dropped = match owner {
+        None => Ok(()),
+        Some(owner) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(owner))),
+    };
+    if let Some(panic) = woken.err().or(dropped.err()) {
         Plan::enabled(arms, fired).abandon();
         resume(panic);
     }
@@ -341,7 +359,7 @@ impl Choice {
         debug_assert!(!self.waiting);
         let mut wakes = Wakes::default();
         let fired = plan.try_each(arms, &self.claim, &mut wakes)?;
-        run_wakes_of(arms, fired, wakes);
+        run_wakes_of(arms, fired, wakes, None);
         Some(fired)
     }
 
@@ -416,7 +434,7 @@ impl Choice {
         // The quick pass: an arm ready now fires with one channel locked at a time.
         let mut wakes = Wakes::default();
         if let Some(fired) = plan.try_each(arms, &self.claim, &mut wakes) {
-            run_wakes_of(arms, fired, wakes);
+            run_wakes_of(arms, fired, wakes, None);
             return Poll::Ready(fired);
         }
         plan.plan_locks(arms);
@@ -428,8 +446,7 @@ impl Choice {
         // SAFETY: the locks are held.
         if let Some(fired) = unsafe { plan.try_arms(arms, &self.claim, &mut wakes) } {
             drop(held);
-            drop(owner);
-            run_wakes_of(arms, fired, wakes);
+            run_wakes_of(arms, fired, wakes, Some(owner));
             return Poll::Ready(fired);
         }
         record_wait(cx, arms, plan);

@@ -440,9 +440,10 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
             Select::TIMEOUT
         } else {
             // SAFETY: the choice is boxed (it stays put) and owned by the `Select`,
-            // whose drop cancels it should this future be leaked; the plan and arms
-            // stay unchanged until it completes or is cancelled, as every `Select`
-            // method that changes them settles (cancels) a waiting choice first.
+            // whose drop cancels it should this future be leaked; the plan and the
+            // arms it names stay unchanged until it completes or is cancelled: the
+            // `Select` methods that remove or reuse arms settle (cancel) a waiting
+            // choice first, and `recv`/`send` only add boxed arms outside the plan.
             std::task::ready!(unsafe { choice.poll_until(arms, plan, &mut this.deadline, cx) })
                 .unwrap_or(Select::TIMEOUT)
         };

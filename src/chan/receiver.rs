@@ -79,6 +79,10 @@ impl<T> Receiver<T> {
 
     /// Receives without waiting: a buffered value, or a waiting sender's.
     ///
+    /// # Panics
+    /// Only if the waker of a sender it wakes panics (foreign code): every sender is
+    /// woken first, and the value it took goes back to the channel, ahead of the others.
+    ///
     /// ```
     /// let (tx, rx) = csp::bounded(2);
     /// tx.try_send('a').unwrap();

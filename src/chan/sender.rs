@@ -51,6 +51,10 @@ impl<T> Sender<T> {
 
     /// Sends without waiting: succeeds if a receiver is waiting or the buffer has room.
     ///
+    /// # Panics
+    /// Only if the waker of a receiver it wakes panics (foreign code): every receiver is
+    /// woken first, and the value counts as sent.
+    ///
     /// ```
     /// let (tx, rx) = csp::bounded(1);
     /// assert!(tx.try_send(1).is_ok());

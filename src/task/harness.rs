@@ -11,14 +11,13 @@ use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
-use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::Ordering;
 use crate::task::JoinError;
 use crate::task::cell::{Cell, Stage};
 use crate::task::header::Header;
 use crate::task::join_waiter::JoinWaiter;
 use crate::task::raw::{Notified, RawTask};
-use crate::task::scheduler::{Schedule, Scheduler};
+use crate::task::scheduler::{self, Schedule, Scheduler};
 use crate::task::state::{JoinDrop, Shutdown, ToIdle, ToRunning};
 use crate::task::waker::waker_ref;
 
@@ -75,15 +74,12 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
                     // The entry's reference went with the transition.
                     ToIdle::Slept => return,
                     ToIdle::Requeue => {
+                        let scheduler = self.cell().header.scheduler.as_ptr();
                         // SAFETY: the entry's reference is kept for the re-queued entry.
                         let entry = unsafe { Notified::from_raw(self.raw()) };
-                        // SAFETY: the vtable was made for `S` (`raw::vtable::<F, S>`).
-                        unsafe {
-                            self.cell()
-                                .header
-                                .scheduler
-                                .with_arc(|this: &Arc<S>| S::schedule(this, entry, Schedule::Yield))
-                        };
+                        // SAFETY: the vtable was made for `S` (`raw::vtable::<F, S>`); the
+                        // pointer was copied out of the header before the hand-over.
+                        unsafe { scheduler::schedule::<S>(scheduler, entry, Schedule::Yield) };
                         return;
                     }
                     // SAFETY: `Cancel` leaves this worker the owner of the future.
@@ -214,13 +210,11 @@ pub(crate) unsafe fn dealloc<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
 /// # Safety
 /// `ptr` is a live process made for a scheduler of type `S`.
 pub(crate) unsafe fn schedule<S: Scheduler>(ptr: NonNull<Header>, entry: Notified, how: Schedule) {
-    // SAFETY: the entry's reference keeps the process, and so its scheduler reference,
-    // alive; the vtable was made for `S`.
-    unsafe {
-        ptr.as_ref()
-            .scheduler
-            .with_arc(|this: &Arc<S>| S::schedule(this, entry, how))
-    }
+    // SAFETY: the entry's reference keeps the process alive while its scheduler pointer
+    // is copied out; the vtable was made for `S`.
+    let scheduler = unsafe { ptr.as_ref() }.scheduler.as_ptr();
+    // SAFETY: as above; nothing refers to the process once the entry is handed over.
+    unsafe { scheduler::schedule::<S>(scheduler, entry, how) }
 }
 
 /// Vtable entry: the id of the process's runtime.

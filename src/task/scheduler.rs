@@ -29,6 +29,11 @@ pub(crate) trait Scheduler: Send + Sync + Sized + 'static {
     type JoinWaiter: JoinWaiter;
 
     /// Puts `entry` on a run queue of `this`.
+    ///
+    /// `this` is the process's own reference, lent for the call: once `entry` is on a
+    /// queue, another thread may run the process to completion and free it, and with it
+    /// that reference. An implementation that still needs `this` after giving up
+    /// `entry` takes a reference of its own first (`Arc::clone`).
     fn schedule(this: &Arc<Self>, entry: Notified, how: Schedule);
 
     /// Process `task` completed: it leaves the registry of live processes. True if the
@@ -49,7 +54,34 @@ unsafe impl Send for SchedulerRef {}
 // SAFETY: as above.
 unsafe impl Sync for SchedulerRef {}
 
+/// Schedules `entry` on the scheduler of type `S` at `scheduler` (a [`SchedulerRef`]'s
+/// pointer, copied out of the header first: the process, header included, may be freed
+/// as soon as the entry is queued, and nothing here refers to it after that).
+///
+/// # Safety
+/// `scheduler` is the pointer of a `SchedulerRef` made for `S`, of the process `entry`
+/// belongs to (whose reference, now the entry's, keeps it alive until the call).
+#[inline]
+pub(crate) unsafe fn schedule<S: Scheduler>(
+    scheduler: NonNull<()>,
+    entry: Notified,
+    how: Schedule,
+) {
+    // SAFETY: per the caller, an `Arc<S>`'s pointer whose reference the process holds
+    // until `entry` runs; `ManuallyDrop` borrows that reference rather than releasing
+    // it, and `Scheduler::schedule` takes its own before using it past the hand-over.
+    let this =
+        ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) });
+    S::schedule(&this, entry, how);
+}
+
 impl SchedulerRef {
+    /// The type-erased pointer, to copy out of the header before the process may go.
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> NonNull<()> {
+        self.0
+    }
+
     /// Takes over `scheduler`'s reference.
     pub(crate) fn new<S: Scheduler>(scheduler: Arc<S>) -> SchedulerRef {
         let ptr = Arc::into_raw(scheduler).cast_mut().cast::<()>();
@@ -65,20 +97,6 @@ impl SchedulerRef {
         // SAFETY: per the caller, the pointer `Arc::into_raw` gave for an `Arc<S>`
         // whose reference this holds: a live `S`.
         unsafe { self.0.cast::<S>().as_ref() }
-    }
-
-    /// Calls `f` with the scheduler as the `Arc` it came from (for a caller that may
-    /// need a reference of its own), without touching the count.
-    ///
-    /// # Safety
-    /// As [`get`](Self::get).
-    #[inline]
-    pub(crate) unsafe fn with_arc<S: Scheduler, R>(&self, f: impl FnOnce(&Arc<S>) -> R) -> R {
-        // SAFETY: per the caller, the pointer of an `Arc<S>` whose reference this holds;
-        // `ManuallyDrop` borrows that reference rather than releasing it.
-        let arc =
-            ManuallyDrop::new(unsafe { Arc::from_raw(self.0.as_ptr().cast_const().cast::<S>()) });
-        f(&arc)
     }
 
     /// Releases the reference.

@@ -150,8 +150,8 @@ impl Wakes {
     /// Wakes them all; returns the first panic of a waker, for the caller to resume once
     /// it has put its own state right.
     #[inline]
-    pub(crate) fn run_catching(self) -> Result<(), Panic> {
-        let Wakes { first, more } = self;
+    pub(crate) fn run_catching(mut self) -> Result<(), Panic> {
+        let (first, more) = (self.first.take(), std::mem::take(&mut self.more));
         match first {
             // Most operations wake nobody, and most of the rest one process (csp's own
             // code, which does not panic): both inline.
@@ -173,6 +173,19 @@ impl Wakes {
         match panic {
             None => Ok(()),
             Some(panic) => Err(panic),
+        }
+    }
+}
+
+impl Drop for Wakes {
+    /// A batch dropped without being run: its caller is unwinding from a panic between
+    /// the claims and the wakes (none should happen). The owners are woken all the same,
+    /// so that no counterpart whose claim completed waits forever; a panic of theirs is
+    /// dropped, as one is unwinding already.
+    fn drop(&mut self) {
+        if let Some(first) = self.first.take() {
+            let more = std::mem::take(&mut self.more);
+            let _ = Wakes::wake_all(first, more);
         }
     }
 }

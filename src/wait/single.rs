@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 
 use pin_project_lite::pin_project;
 
-use crate::wait::claim::{Claim, Owner, Seen, Wakes};
+use crate::wait::claim::{Claim, Owner, Seen, Wakes, resume};
 use crate::wait::operation::{Held, Operation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,8 +126,13 @@ impl<O: Operation> Single<O> {
                         if unsafe { op.try_now(claim, &mut wakes) } {
                             drop(held);
                             *this.stage = Stage::Done;
+                            // The wakes first: the owner's drop is foreign code too, and
+                            // must not unwind past them.
+                            let woken = wakes.run_catching();
                             drop(owner);
-                            wakes.run();
+                            if let Err(panic) = woken {
+                                resume(panic);
+                            }
                             return Poll::Ready(());
                         }
                         (owner, held)

@@ -214,6 +214,42 @@ impl Wake for CountingWaker {
     }
 }
 
+/// A foreign waker whose first clone runs `on_clone` (say, letting a counterpart into a
+/// channel while csp has its lock dropped to clone the waker) and whose clones panic
+/// with `"waker drop panics"` when dropped: the foreign code whose drop must not make
+/// csp lose a wake. The returned waker itself is inert; leak-free once its clones are
+/// gone.
+pub fn waker_with_clone_hook(on_clone: impl FnOnce() + Send + 'static) -> Waker {
+    use std::sync::Mutex;
+    use std::task::{RawWaker, RawWakerVTable};
+
+    type Hook = Mutex<Option<Box<dyn FnOnce() + Send>>>;
+    static HOOKS: Mutex<Vec<&'static Hook>> = Mutex::new(Vec::new());
+
+    unsafe fn clone(data: *const ()) -> RawWaker {
+        // SAFETY: `data` is a leaked, never freed `Hook`.
+        let hook = unsafe { &*data.cast::<Hook>() };
+        let run = hook.lock().unwrap().take();
+        if let Some(run) = run {
+            run();
+        }
+        RawWaker::new(data, &CLONE)
+    }
+    unsafe fn nothing(_: *const ()) {}
+    unsafe fn drop_clone(_: *const ()) {
+        panic!("waker drop panics");
+    }
+    static ORIGINAL: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, nothing);
+    static CLONE: RawWakerVTable = RawWakerVTable::new(clone, drop_clone, nothing, drop_clone);
+
+    let on_clone: Box<dyn FnOnce() + Send> = Box::new(on_clone);
+    let hook: &'static Hook = Box::leak(Box::new(Mutex::new(Some(on_clone))));
+    // Kept reachable, for valgrind's leak check.
+    HOOKS.lock().unwrap().push(hook);
+    // SAFETY: the vtables uphold the contract for a `data` that is never freed.
+    unsafe { Waker::from_raw(RawWaker::new(std::ptr::from_ref(hook).cast(), &ORIGINAL)) }
+}
+
 /// `mem::forget` of a boxed value, as a test of a leak does, with its address kept where
 /// valgrind's leak check finds it: the block the test leaks on purpose then reads as
 /// still reachable, not lost (`.ci/run` fails on definite leaks).
