@@ -235,17 +235,24 @@ impl<A: ArmSet + ?Sized> Drop for HeldAll<'_, A> {
     }
 }
 
-/// Runs the wakes of arm `fired`, which completed at once, then drops `owner` (the waker
-/// the choice would have waited with, if it made one: foreign code too). Should either
-/// panic, the arm's outcome is undone first (`Operation::abandon`: a received value goes
-/// back to its channel), as for a choice dropped after its arm fired, so the unwinding
-/// poll loses no value and no wake.
-fn run_wakes_of<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes, owner: Option<Owner>) {
+/// Runs the wakes of arm `fired`, which completed at once. Should a waker panic, the
+/// arm's outcome is undone first (`Operation::abandon`: a received value goes back to
+/// its channel), as for a choice dropped after its arm fired, so the unwinding poll
+/// loses no value.
+#[inline]
+fn run_wakes_of<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes) {
+    if let Err(panic) = wakes.run_catching() {
+        Plan::enabled(arms, fired).abandon();
+        resume(panic);
+    }
+}
+
+/// As [`run_wakes_of`], then drops `owner`, the waker the choice made to wait with and no
+/// longer needs: foreign code too, so only after the wakes (a panic of its drop must not
+/// lose them), and with the arm's outcome undone should it panic.
+fn run_wakes_then_drop<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes, owner: Owner) {
     let woken = wakes.run_catching();
-    let dropped = match owner {
-        None => Ok(()),
-        Some(owner) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(owner))),
-    };
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(owner)));
     if let Some(panic) = woken.err().or(dropped.err()) {
         Plan::enabled(arms, fired).abandon();
         resume(panic);
@@ -359,7 +366,7 @@ impl Choice {
         debug_assert!(!self.waiting);
         let mut wakes = Wakes::default();
         let fired = plan.try_each(arms, &self.claim, &mut wakes)?;
-        run_wakes_of(arms, fired, wakes, None);
+        run_wakes_of(arms, fired, wakes);
         Some(fired)
     }
 
@@ -434,7 +441,7 @@ impl Choice {
         // The quick pass: an arm ready now fires with one channel locked at a time.
         let mut wakes = Wakes::default();
         if let Some(fired) = plan.try_each(arms, &self.claim, &mut wakes) {
-            run_wakes_of(arms, fired, wakes, None);
+            run_wakes_of(arms, fired, wakes);
             return Poll::Ready(fired);
         }
         plan.plan_locks(arms);
@@ -446,7 +453,7 @@ impl Choice {
         // SAFETY: the locks are held.
         if let Some(fired) = unsafe { plan.try_arms(arms, &self.claim, &mut wakes) } {
             drop(held);
-            run_wakes_of(arms, fired, wakes, Some(owner));
+            run_wakes_then_drop(arms, fired, wakes, owner);
             return Poll::Ready(fired);
         }
         record_wait(cx, arms, plan);

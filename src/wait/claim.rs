@@ -119,7 +119,8 @@ pub(crate) fn resume(panic: Panic) {
 /// A batch survives a panicking waker: every owner in it is woken, then the first panic
 /// is resumed ([`run`](Self::run)) or handed back ([`run_catching`](Self::run_catching)).
 /// Only a foreign waker can panic; csp's own wakes (a process, a `block_on` thread) run
-/// no user code.
+/// no user code. A batch dropped unrun wakes nobody, so no foreign code (a waker's drop
+/// included) may run between the claims that fill it and its run.
 #[derive(Default)]
 pub(crate) struct Wakes {
     first: Option<Owner>,
@@ -150,8 +151,8 @@ impl Wakes {
     /// Wakes them all; returns the first panic of a waker, for the caller to resume once
     /// it has put its own state right.
     #[inline]
-    pub(crate) fn run_catching(mut self) -> Result<(), Panic> {
-        let (first, more) = (self.first.take(), std::mem::take(&mut self.more));
+    pub(crate) fn run_catching(self) -> Result<(), Panic> {
+        let Wakes { first, more } = self;
         match first {
             // Most operations wake nobody, and most of the rest one process (csp's own
             // code, which does not panic): both inline.
@@ -173,19 +174,6 @@ impl Wakes {
         match panic {
             None => Ok(()),
             Some(panic) => Err(panic),
-        }
-    }
-}
-
-impl Drop for Wakes {
-    /// A batch dropped without being run: its caller is unwinding from a panic between
-    /// the claims and the wakes (none should happen). The owners are woken all the same,
-    /// so that no counterpart whose claim completed waits forever; a panic of theirs is
-    /// dropped, as one is unwinding already.
-    fn drop(&mut self) {
-        if let Some(first) = self.first.take() {
-            let more = std::mem::take(&mut self.more);
-            let _ = Wakes::wake_all(first, more);
         }
     }
 }
