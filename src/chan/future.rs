@@ -38,8 +38,9 @@ macro_rules! channel_future {
             ) -> std::task::Poll<Self::Output> {
                 let mut inner = self.project().inner;
                 std::task::ready!(inner.as_mut().poll(cx));
-                let op = inner.as_ref().op();
-                std::task::Poll::Ready($crate::chan::future::Outcome::outcome(op))
+                let output = $crate::chan::future::Outcome::outcome(inner.as_ref().op());
+                inner.taken();
+                std::task::Poll::Ready(output)
             }
         }
 

@@ -21,6 +21,8 @@ enum Stage {
     Waiting,
     /// Completed; the outcome is in the operation.
     Done,
+    /// Completed, and the outcome taken: nothing left to give back.
+    Taken,
 }
 
 pin_project! {
@@ -39,7 +41,7 @@ pin_project! {
             let op = this.op.as_ref().get_ref();
             let claim = this.claim.into_ref().get_ref();
             match *this.stage {
-                Stage::Start => {}
+                Stage::Start | Stage::Taken => {}
                 Stage::Done => op.abandon(),
                 Stage::Waiting => {
                     if claim.seen() == Seen::Pending {
@@ -85,10 +87,18 @@ impl<O: Operation> Single<O> {
     }
 
     pub(crate) fn is_terminated(&self) -> bool {
-        self.stage == Stage::Done
+        matches!(self.stage, Stage::Done | Stage::Taken)
     }
 
-    /// Marks the outcome as read (so a drop does not give it back).
+    /// Marks the outcome as taken by the future's output, for good.
+    #[inline]
+    pub(crate) fn taken(self: Pin<&mut Self>) {
+        debug_assert_eq!(self.stage, Stage::Done);
+        *self.project().stage = Stage::Taken;
+    }
+
+    /// Marks the outcome as read (so a drop does not give it back), with the operation
+    /// ready to serve again (a `Receiver`'s `poll_recv` node).
     pub(crate) fn consumed(self: Pin<&mut Self>) {
         debug_assert_eq!(self.stage, Stage::Done);
         *self.project().stage = Stage::Start;
@@ -170,7 +180,9 @@ impl<O: Operation> Single<O> {
                 *this.stage = Stage::Done;
                 Poll::Ready(())
             }
-            Stage::Done => panic!("csp: a channel future was polled after it completed"),
+            Stage::Done | Stage::Taken => {
+                panic!("csp: a channel future was polled after it completed")
+            }
         }
     }
 }
