@@ -355,6 +355,15 @@ impl<const N: usize> ArmSet for Arms<'_, N> {
     }
 
     #[inline]
+    fn is_enabled(&self, i: usize) -> bool {
+        match self.starts {
+            // One operation an arm: enabled with its arm.
+            None => self.arms[i].is_some(),
+            Some(_) => self.arm(i).is_some(),
+        }
+    }
+
+    #[inline]
     fn arm(&self, i: usize) -> Option<&dyn Operation> {
         let (arm, within) = self.locate(i);
         match self.arms[arm]?.0 {

@@ -24,13 +24,16 @@ fn scale(x: u64, n: usize) -> usize {
     ((u128::from(x) * n as u128) >> 64) as usize
 }
 
+/// The state of a thread whose own is gone (it is exiting).
+const EXITING_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// This thread's generator state (a fixed seed once the thread is exiting).
-#[inline]
+#[cfg(all(test, not(loom)))]
 fn load() -> u64 {
-    STATE.try_with(Cell::get).unwrap_or(0x9E37_79B9_7F4A_7C15)
+    STATE.try_with(Cell::get).unwrap_or(EXITING_SEED)
 }
 
-#[inline]
+#[cfg(all(test, not(loom)))]
 fn store(x: u64) {
     // Nothing to keep once the thread is exiting.
     let _ = STATE.try_with(|state| state.set(x));
@@ -44,19 +47,29 @@ fn below(n: usize) -> usize {
     scale(x, n)
 }
 
-/// Shuffles `items` uniformly (Fisher-Yates), reading and writing the thread-local state
-/// once each (each access is a call into the TLS runtime, for a library crate).
+/// Shuffles `items` uniformly (Fisher-Yates), with one look-up of the thread-local state
+/// for both its read and its write (each look-up is a call into the TLS runtime, for a
+/// library crate).
 #[inline]
-pub(crate) fn shuffle<T>(items: &mut [T]) {
+pub(crate) fn shuffle(items: &mut [u32]) {
     if items.len() < 2 {
         return;
     }
-    let mut x = load();
+    let done = STATE.try_with(|state| state.set(permute(items, state.get())));
+    if done.is_err() {
+        // The thread is exiting: its state is gone.
+        permute(items, EXITING_SEED);
+    }
+}
+
+/// Fisher-Yates from generator state `x`; returns the state after.
+#[inline]
+fn permute(items: &mut [u32], mut x: u64) -> u64 {
     for i in (1..items.len()).rev() {
         x = step(x);
         items.swap(i, scale(x, i + 1));
     }
-    store(x);
+    x
 }
 
 #[cfg(all(test, not(loom)))]
