@@ -23,7 +23,7 @@ use crate::alt::rng;
 use crate::time::{Sleep, sleep};
 use crate::tuning::INLINE_ARMS;
 use crate::wait::WaitOn;
-use crate::wait::claim::{Claim, Owner, Seen, Wakes, resume};
+use crate::wait::claim::{Claim, Owner, Panic, Seen, Wakes, resume};
 use crate::wait::operation::{Held, Operation};
 
 /// The arms of a choice, by index.
@@ -249,8 +249,7 @@ impl<A: ArmSet + ?Sized> Drop for HeldAll<'_, A> {
 #[inline]
 fn run_wakes_of<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes) {
     if let Err(panic) = wakes.run_catching() {
-        Plan::enabled(arms, fired).abandon();
-        resume(panic);
+        undo_then_resume(arms, fired, panic);
     }
 }
 
@@ -261,9 +260,16 @@ fn run_wakes_then_drop<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes,
     let woken = wakes.run_catching();
     let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(owner)));
     if let Some(panic) = woken.err().or(dropped.err()) {
-        Plan::enabled(arms, fired).abandon();
-        resume(panic);
+        undo_then_resume(arms, fired, panic);
     }
+}
+
+/// Foreign code panicked after arm `fired` completed: its outcome is undone, then the
+/// panic goes on.
+#[cold]
+fn undo_then_resume<A: ArmSet + ?Sized>(arms: &A, fired: usize, panic: Panic) {
+    Plan::enabled(arms, fired).abandon();
+    resume(panic);
 }
 
 /// What a choice waits for besides its arms: a [`Deadline`], or [`NoDeadline`] for a

@@ -264,13 +264,22 @@ impl<'a> Select<'a> {
     /// fired is undone as a dropped select's would be), and a leaked `Selected`'s unread
     /// outcome dropped.
     fn settle(&mut self) {
-        if let Some(choice) = self.choice.as_mut().filter(|choice| choice.is_waiting()) {
-            let _ = choice.cancel(&self.arms, &self.plan);
+        if self.cancel_leaked_wait() {
             self.arms.clean = false;
         }
         if !self.arms.clean {
             self.arms.tidy();
         }
+    }
+
+    /// Cancels the wait a leaked `SelectFuture` left, if any (true then); an arm that had
+    /// fired is undone, as a dropped select's would be.
+    fn cancel_leaked_wait(&mut self) -> bool {
+        let Some(choice) = self.choice.as_mut().filter(|choice| choice.is_waiting()) else {
+            return false;
+        };
+        let _ = choice.cancel(&self.arms, &self.plan);
+        true
     }
 
     /// Removes arm `i` (dropping a send arm's unsent value); its index is not reused.
@@ -379,9 +388,7 @@ impl Drop for Select<'_> {
     fn drop(&mut self) {
         // A leaked `SelectFuture` left its wait to us: unlink the entries before the
         // arms and the flag go.
-        if let Some(choice) = self.choice.as_mut().filter(|choice| choice.is_waiting()) {
-            let _ = choice.cancel(&self.arms, &self.plan);
-        }
+        self.cancel_leaked_wait();
     }
 }
 

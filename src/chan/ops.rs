@@ -481,8 +481,7 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
     /// See above.
     #[inline]
     fn may_be_linked(&self) -> bool {
-        // SAFETY: the owner's look at its own entry, whose choice claimers only read.
-        unsafe { self.waiter.get() }.is_some_and(|entry| unsafe { entry.as_ref() }.is_chosen())
+        self.waiter.is_chosen()
     }
 
     /// True if a new choice may take the op as an arm: no entry linked for an earlier
@@ -497,8 +496,7 @@ impl<T> ClosedOp<'_, T> {
     /// See above.
     #[inline]
     fn may_be_linked(&self) -> bool {
-        // SAFETY: as for `RecvOp`.
-        unsafe { self.waiter.get() }.is_some_and(|entry| unsafe { entry.as_ref() }.is_chosen())
+        self.waiter.is_chosen()
     }
 
     /// As [`RecvOp::can_serve`].

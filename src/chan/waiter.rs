@@ -158,6 +158,16 @@ impl<T> LazyWaiter<T> {
         })
     }
 
+    /// True if the entry was built and belongs to a choice ([`Waiter::is_chosen`]).
+    /// For the owner.
+    #[inline]
+    pub(crate) fn is_chosen(&self) -> bool {
+        // SAFETY: the owner's shared look at its own entry, whose choice claimers only
+        // read.
+        self.0
+            .with(|entry| unsafe { (*entry).as_ref() }.is_some_and(Waiter::is_chosen))
+    }
+
     /// The entry, if it was ever built (only a built one can be linked or fired).
     ///
     /// # Safety

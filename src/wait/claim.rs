@@ -74,12 +74,11 @@ impl Owner {
     /// Wakes the owner, consuming the reference (a process goes to the current worker's
     /// handoff slot when woken by another process of its runtime). A foreign waker's
     /// panic unwinds to the caller.
-    #[inline]
     pub(crate) fn wake(self) {
-        match self {
-            Owner::Process(task) => task.wake(),
-            Owner::Main(parker) => parker.unpark(),
-            Owner::Foreign(waker) => waker.wake(),
+        let mut panic = None;
+        self.wake_catching(&mut panic);
+        if let Some(panic) = panic {
+            std::panic::resume_unwind(panic);
         }
     }
 
