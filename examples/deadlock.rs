@@ -4,6 +4,14 @@
 //! ```text
 //! cargo run --example deadlock
 //! ```
+//!
+//! With `CSP_DEADLOCK_DOT=path` set, the report also writes the wait graph there, as
+//! Graphviz DOT (the picture in the README):
+//!
+//! ```text
+//! CSP_DEADLOCK_DOT=deadlock.dot cargo run --example deadlock
+//! dot -Tsvg deadlock.dot -o deadlock.svg
+//! ```
 
 use std::time::Duration;
 

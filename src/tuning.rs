@@ -68,3 +68,9 @@ pub(crate) const ID_BLOCK: u64 = 256;
 /// lock is taken once per 32 expiries, which makes it negligible next to the wakes
 /// (the timers benchmark fires 10k at once).
 pub(crate) const TIMER_FIRE_BATCH: usize = 32;
+
+/// Passes a wait-graph survey makes over channels whose lock was taken when it looked
+/// (`wait/census.rs`), yielding between passes. A channel lock is held for a handful of
+/// pointer moves, so a second pass almost always finds it free; 64 passes make a
+/// channel reported without its waiters a sign of a lock held far too long.
+pub(crate) const CENSUS_SURVEY_ROUNDS: usize = 64;

@@ -44,6 +44,7 @@ fn signatures() {
     let _: fn(&Runtime) -> Handle = Runtime::handle;
     let _: fn(&Runtime) -> Metrics = Runtime::metrics;
     let _: fn(&Runtime) -> Vec<ProcessInfo> = Runtime::processes;
+    let _: fn(&Runtime) -> String = Runtime::wait_graph;
     let _: fn(Runtime, Duration) = Runtime::shutdown_timeout;
 
     // Builder.
@@ -60,6 +61,7 @@ fn signatures() {
     let _: fn() -> Option<Handle> = Handle::try_current;
     let _: fn(&Handle, Ready<u8>) -> JoinHandle<u8> = Handle::spawn::<Ready<u8>>;
     let _: fn(&Handle, Closure<u8>) -> JoinHandle<u8> = Handle::spawn_blocking::<Closure<u8>, u8>;
+    let _: fn(&Handle) -> String = Handle::wait_graph;
     let _: fn(&Handle, Closure<Cell<u8>>) -> JoinHandle<Cell<u8>> =
         Handle::spawn_blocking::<Closure<Cell<u8>>, Cell<u8>>;
     let _: fn(&Handle) -> Handle = Handle::clone;

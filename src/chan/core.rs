@@ -20,6 +20,7 @@ use crate::chan::waiter::{WaitList, Waiter};
 use crate::id::next_channel_id;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::wait::census::{Enrolment, Op};
 use crate::wait::claim::{Claim, Wakes};
 
 pub(crate) struct State<T> {
@@ -45,6 +46,9 @@ pub(crate) struct State<T> {
 
 /// What a channel end points to.
 pub(crate) struct Chan<T> {
+    /// Its place in the wait-graph census (`site.rs`). The first field, so that it
+    /// leaves the census before any other field drops.
+    pub(super) enrolment: Enrolment,
     id: u64,
     /// `None`: unbounded; `Some(0)`: rendezvous.
     cap: Option<usize>,
@@ -284,6 +288,18 @@ impl<T> State<T> {
         self.closed
     }
 
+    /// Calls `f` with what each linked entry waits for and its claim flag (the census).
+    pub(crate) fn for_each_entry(&self, f: &mut dyn FnMut(Op, &Claim)) {
+        // SAFETY: `&self` is reached through the lock (`Locked`); linked entries' flags
+        // outlive their linking.
+        unsafe {
+            self.senders.for_each(|w| f(Op::Send, w.claim()));
+            self.receivers.for_each(|w| f(Op::Recv, w.claim()));
+            self.watchers.for_each(|w| f(Op::Closed, w.claim()));
+            self.readers.for_each(|w| f(Op::Read, w.claim()));
+        }
+    }
+
     /// Buffered values, returned ones included.
     pub(crate) fn len(&self) -> usize {
         self.buffer.len() + self.returned.len()
@@ -304,8 +320,10 @@ pub(crate) enum Side {
 
 impl<T> Chan<T> {
     pub(crate) fn new(cap: Option<usize>) -> Chan<T> {
+        let id = next_channel_id();
         Chan {
-            id: next_channel_id(),
+            enrolment: Enrolment::new(id),
+            id,
             cap,
             lock: RawLock::new(),
             state: UnsafeCell::new(State {
@@ -336,6 +354,11 @@ impl<T> Chan<T> {
     pub(crate) fn lock(&self) -> Locked<'_, T> {
         self.lock.lock();
         Locked { chan: self }
+    }
+
+    /// The state, if the lock is free now.
+    pub(crate) fn try_lock(&self) -> Option<Locked<'_, T>> {
+        self.lock.try_lock().then_some(Locked { chan: self })
     }
 
     pub(crate) fn raw_lock(&self) -> &RawLock {

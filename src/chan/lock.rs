@@ -57,6 +57,14 @@ impl RawLock {
         }
     }
 
+    /// Takes the lock if it is free; true if it did.
+    pub(crate) fn try_lock(&self) -> bool {
+        // Acquire: as in `lock`.
+        self.locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
     /// # Safety
     /// The caller must hold the lock.
     #[inline]

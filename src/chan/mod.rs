@@ -6,7 +6,8 @@
 //! - `ops.rs`: recv, send and closed as arms of a choice;
 //! - `sender.rs`, `receiver.rs`, `end.rs`: the public ends and their futures;
 //! - `lock.rs`, `error.rs`;
-//! - `home.rs`: which runtime a channel belongs to, for deadlock detection.
+//! - `home.rs`: which runtime a channel belongs to, for deadlock detection;
+//! - `site.rs`: a channel in the census of wait sites, for the wait graph.
 //!
 //! May use: `runtime` (which runtime polls, the blocking bridge), `wait` (claim flags,
 //! owners, the operation interface), `task` and below. Timers (`time`), choice (`alt`),
@@ -23,6 +24,7 @@ mod loom_models;
 pub(crate) mod ops;
 mod receiver;
 mod sender;
+mod site;
 pub(crate) mod waiter;
 
 pub use end::ChannelEnd;

@@ -281,6 +281,7 @@ macro_rules! wait_list_entry {
                 let entry = self.entry();
                 entry.as_ref().set_choice(claim, arm);
                 self.chan.state_mut().register($side, entry, wakes);
+                self.chan.enrol();
             }
         }
 
@@ -396,6 +397,7 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
             self.chan
                 .state_mut()
                 .add_reader(NonNull::from(&self.waiter));
+            self.chan.enrol();
         }
     }
 
@@ -439,6 +441,7 @@ impl<T> Operation for ClosedOp<'_, T> {
             let entry = self.waiter.get_or_build();
             entry.as_ref().set_choice(claim, arm);
             self.chan.state_mut().watch(entry);
+            self.chan.enrol();
         }
     }
 

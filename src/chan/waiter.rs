@@ -267,6 +267,21 @@ impl<T> WaitList<T> {
         self.head
     }
 
+    /// Calls `f` with every linked entry, front to back.
+    ///
+    /// # Safety
+    /// The caller holds the channel lock.
+    pub(crate) unsafe fn for_each(&self, mut f: impl FnMut(&Waiter<T>)) {
+        let mut next = self.head;
+        while let Some(entry) = next {
+            // SAFETY: under the lock; linked entries are alive.
+            unsafe {
+                f(entry.as_ref());
+                next = self.next(entry);
+            }
+        }
+    }
+
     /// The entry after `waiter`.
     ///
     /// # Safety

@@ -19,6 +19,9 @@
 //! So a process whose waker a foreign future keeps (tokio I/O, a `futures` oneshot) is
 //! never reported, nor one blocked on a channel a plain thread uses: detection can miss
 //! a deadlock, never report one where something outside csp could still make progress.
+//! With `CSP_DEADLOCK_DOT=path` in the environment, the report also writes the runtime's
+//! wait graph (`wait_graph.rs`) to `path` and says so.
+//!
 //! The check runs on the `block_on` thread, only after a grace period with nothing
 //! happening, so the hot paths pay nothing beyond counting foreign waker clones.
 
@@ -31,6 +34,10 @@ use crate::wait::WaitOn;
 use crate::wait::epoch::foreign_epoch;
 use crate::wait::parker::Parker;
 use crate::wait::record::Recorded;
+
+/// The environment variable naming the file a deadlock report writes its wait graph to
+/// (`wait_graph.rs`).
+const DOT_PATH_VAR: &str = "CSP_DEADLOCK_DOT";
 
 /// Counts a `block_on` future of a runtime while it lives.
 pub(crate) struct MainFuture<'a>(&'a Shared);
@@ -146,6 +153,21 @@ impl Shared {
                 "\n  process #{id} (Sleeping), spawned at {spawned_at}: waiting on {}",
                 wait.as_deref().unwrap_or("?")
             );
+        }
+        if let Some(path) = std::env::var_os(DOT_PATH_VAR) {
+            let path = std::path::PathBuf::from(path);
+            let _ = match std::fs::write(&path, self.wait_graph(Some(main))) {
+                Ok(()) => write!(
+                    report,
+                    "\n  the wait graph (Graphviz DOT) is in {} ({DOT_PATH_VAR})",
+                    path.display()
+                ),
+                Err(e) => write!(
+                    report,
+                    "\n  the wait graph could not be written to {} ({DOT_PATH_VAR}): {e}",
+                    path.display()
+                ),
+            };
         }
         report.push_str(
             "\n(nothing can wake any of them; if something outside csp will, mark its \

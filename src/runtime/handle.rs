@@ -102,6 +102,45 @@ impl Handle {
     {
         Shared::spawn_blocking(&self.shared, f, Location::caller())
     }
+
+    /// Who waits on what, as [Graphviz](https://graphviz.org) DOT text: the runtime's
+    /// live processes and the channels they wait on as nodes, each wait an edge from the
+    /// waiter, labelled with what it waits for.
+    ///
+    /// - a process is a box `p<id>` labelled with its id, state, spawn site and recorded
+    ///   wait; a channel is an ellipse `c<id>` labelled with its id and kind;
+    /// - a `recv`, `send` or `closed` edge runs from a process to a channel it waits on;
+    ///   a process blocked in an `alt!` has one edge per channel, labelled `alt: recv`
+    ///   or `alt: send`;
+    /// - a `join` edge runs from a process to the process whose end it awaits;
+    /// - a `foreign` edge runs to the `foreign` node from a sleeping process that csp's
+    ///   channels do not account for: it waits on a timer, I/O or another executor, or a
+    ///   waker of it is held outside csp;
+    /// - the runtime's `block_on` futures are the node `main` (their channel waits show;
+    ///   a `block_on` future's join shows in the graph a deadlock report writes).
+    ///
+    /// It is a snapshot of a running system: a process may be caught between two waits.
+    /// Render it with `dot -Tsvg graph.dot -o graph.svg`. When deadlock detection fires
+    /// and the environment variable `CSP_DEADLOCK_DOT` names a file, the same graph is
+    /// written there and the report says so.
+    ///
+    /// ```
+    /// let rt = csp::Runtime::new().unwrap();
+    /// let (tx, rx) = csp::channel::<u32>();
+    /// let receiver = rt.spawn(async move { rx.recv().await });
+    /// // Wait until the receiver is asleep on its channel.
+    /// while !rt.handle().wait_graph().contains(&format!("p{} -> c", receiver.id())) {
+    ///     std::thread::yield_now();
+    /// }
+    /// let dot = rt.handle().wait_graph();
+    /// assert!(dot.starts_with("digraph csp {"));
+    /// assert!(dot.contains("[label=\"recv\"]"));
+    /// tx.send_blocking(7).unwrap();
+    /// assert_eq!(rt.block_on(receiver).unwrap(), Ok(7));
+    /// ```
+    pub fn wait_graph(&self) -> String {
+        self.shared.wait_graph(None)
+    }
 }
 
 impl std::fmt::Debug for Handle {

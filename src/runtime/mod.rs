@@ -11,6 +11,7 @@
 //! - `block_on.rs`, `spawn.rs`: the entry points;
 //! - `metrics.rs`, `info.rs`: counters and process dumps;
 //! - `deadlock.rs`: deadlock detection;
+//! - `wait_graph.rs`: who waits on what, as a Graphviz picture;
 //! - `timer/`: the timer driver, one wheel per runtime, advanced by its workers.
 //!
 //! May use: `wait` (the parker of `block_on`, wait records), `task` (it implements the
@@ -37,6 +38,7 @@ mod runtime;
 mod shared;
 mod spawn;
 pub(crate) mod timer;
+mod wait_graph;
 pub(crate) mod worker;
 
 pub use builder::Builder;

@@ -124,6 +124,17 @@ impl Runtime {
         self.handle.shared.processes()
     }
 
+    /// Who waits on what, as Graphviz DOT text: see
+    /// [`Handle::wait_graph`](crate::Handle::wait_graph).
+    ///
+    /// ```
+    /// let rt = csp::Runtime::new().unwrap();
+    /// assert!(rt.wait_graph().starts_with("digraph csp {"));
+    /// ```
+    pub fn wait_graph(&self) -> String {
+        self.handle.shared.wait_graph(None)
+    }
+
     /// Shuts the runtime down: cancels every process (dropping its future), then waits
     /// at most `timeout` for the worker threads to stop (and for running blocking-pool
     /// closures to finish). A worker stuck in a process that never returns from `poll`

@@ -71,6 +71,16 @@ impl Owner {
         }
     }
 
+    /// Who this is, for the wait graph.
+    #[inline]
+    pub(crate) fn tag(&self) -> OwnerTag {
+        match self {
+            Owner::Process(task) => OwnerTag::Process(task.raw().as_ptr().as_ptr() as usize),
+            Owner::Main(parker) => OwnerTag::Main(parker.runtime()),
+            Owner::Foreign(_) => OwnerTag::Foreign,
+        }
+    }
+
     /// Wakes the owner, consuming the reference (a process goes to the current worker's
     /// handoff slot when woken by another process of its runtime). A foreign waker's
     /// panic unwinds to the caller.
@@ -94,6 +104,51 @@ impl Owner {
                     panic.get_or_insert(caught);
                 }
             }
+        }
+    }
+}
+
+/// Who owns a claim, as the wait graph names it: kept beside the owner, which only the
+/// flag's protocol may touch, so that a survey can read it under any one of the owner's
+/// channel locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OwnerTag {
+    /// Not waiting yet.
+    None,
+    /// The process whose header is at this address (a number to compare with the
+    /// addresses of live processes, never a pointer to follow: the entry that names it
+    /// may be unlinked, and the process gone, by the time a survey looks further).
+    Process(usize),
+    /// A `block_on` future (or a blocking call) of runtime `id` (0: of none).
+    Main(u64),
+    /// Another executor's task.
+    Foreign,
+}
+
+// The low bits of the tag word: a process header's address has them clear (a header is
+// aligned to at least 8), so a process costs no encoding on the hot path.
+const TAG_KIND_BITS: u32 = 3;
+const TAG_MAIN: u64 = 1;
+const TAG_FOREIGN: u64 = 2;
+const _: () = assert!(std::mem::align_of::<crate::task::header::Header>() >= 1 << TAG_KIND_BITS);
+
+impl OwnerTag {
+    #[inline]
+    fn encode(self) -> u64 {
+        match self {
+            OwnerTag::None => 0,
+            OwnerTag::Process(address) => address as u64,
+            OwnerTag::Main(runtime) => (runtime << TAG_KIND_BITS) | TAG_MAIN,
+            OwnerTag::Foreign => TAG_FOREIGN,
+        }
+    }
+
+    fn decode(word: u64) -> OwnerTag {
+        match word & ((1 << TAG_KIND_BITS) - 1) {
+            _ if word == 0 => OwnerTag::None,
+            0 => OwnerTag::Process(word as usize),
+            TAG_MAIN => OwnerTag::Main(word >> TAG_KIND_BITS),
+            _ => OwnerTag::Foreign,
         }
     }
 }
@@ -204,6 +259,9 @@ pub(crate) struct Claim {
     /// Written by the owner while `IDLE` (or `WAITING` under all its locks); taken by
     /// the claimer that moved the flag to `BUSY`.
     owner: UnsafeCell<Option<Owner>>,
+    /// The owner's [`OwnerTag`], written with it. A std atomic, not loom's: it orders
+    /// nothing, and only the wait graph reads it.
+    tag: std::sync::atomic::AtomicU64,
     /// Claimers reach the flag through raw pointers from other threads while its owner
     /// holds it: `!Unpin`, so the owner's `&mut` to its choice asserts no uniqueness
     /// over it.
@@ -221,6 +279,7 @@ impl Claim {
         Claim {
             state: AtomicUsize::new(IDLE),
             owner: UnsafeCell::new(None),
+            tag: std::sync::atomic::AtomicU64::new(0),
             _pinned: PhantomPinned,
         }
     }
@@ -229,6 +288,7 @@ impl Claim {
     /// under the locks of every channel it registers on, before the entries are linked.
     #[inline]
     pub(crate) fn begin_wait(&self, owner: Owner) {
+        self.set_tag(&owner);
         // SAFETY: IDLE (or a cancelled/claimed flag being reused): no claimer can reach
         // the flag, so the owner slot is ours.
         let previous = self
@@ -244,9 +304,25 @@ impl Claim {
     /// channel it is registered on (so no claimer is mid-way).
     pub(crate) fn replace_owner(&self, fresh: Owner) -> Option<Owner> {
         debug_assert_eq!(self.state.load(Ordering::Relaxed), WAITING);
+        self.set_tag(&fresh);
         // SAFETY: WAITING under all the owner's locks: no claimer holds BUSY.
         self.owner
             .with_mut(|slot| unsafe { (*slot).replace(fresh) })
+    }
+
+    #[inline]
+    fn set_tag(&self, owner: &Owner) {
+        // Relaxed: read by surveys only, under a lock of a channel the entry is linked
+        // in, which the owner held when it wrote the tag.
+        self.tag
+            .store(owner.tag().encode(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Who waits on this flag, for the wait graph. Read under the lock of a channel
+    /// where one of its entries is linked.
+    pub(crate) fn owner_tag(&self) -> OwnerTag {
+        // Relaxed: see `set_tag`.
+        OwnerTag::decode(self.tag.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// A counterpart claims the flag: true if it won, and must then move the value and

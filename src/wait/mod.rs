@@ -11,7 +11,9 @@
 //! - `parker.rs`: the thread parker of `block_on` and of the blocking channel calls;
 //! - `join.rs`: [`JoinHandle`], the wait for a process's output;
 //! - `record.rs`, `epoch.rs`: what a blocked owner records that it waits on, for process
-//!   dumps and deadlock detection, and the foreign epoch that marks a record stale.
+//!   dumps and deadlock detection, and the foreign epoch that marks a record stale;
+//! - `census.rs`: the channels that have had waiters, and who waits in each, for the
+//!   wait graph.
 //!
 //! May use: `task` (an owner can be a process), `loom`, `tuning`, `id`. Must never reach
 //! into it from below: `task`. Channels (`chan`), timers (`time`) and choice (`alt`)
@@ -46,6 +48,7 @@
 //!    reported it: a worker never dies of a waker's panic. A value the panicking call
 //!    had taken goes back to its channel first.
 
+pub(crate) mod census;
 pub(crate) mod claim;
 pub(crate) mod epoch;
 pub(crate) mod join;

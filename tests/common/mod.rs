@@ -388,4 +388,4 @@ macro_rules! size {
     )*};
 }
 
-size!(u64, usize);
+size!(u64, usize, u32);
