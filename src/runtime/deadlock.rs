@@ -19,11 +19,11 @@
 //! So a process whose waker a foreign future keeps (tokio I/O, a `futures` oneshot) is
 //! never reported, nor one blocked on a channel a plain thread uses: detection can miss
 //! a deadlock, never report one where something outside csp could still make progress.
-//! With `CSP_DEADLOCK_DOT=path` in the environment, the report also writes the runtime's
-//! wait graph (`wait_graph.rs`) to `path` and says so.
-//!
 //! The check runs on the `block_on` thread, only after a grace period with nothing
 //! happening, so the hot paths pay nothing beyond counting foreign waker clones.
+//!
+//! With `CSP_DEADLOCK_DOT=path` in the environment, the report also writes the runtime's
+//! wait graph (`wait_graph.rs`) to `path` and says so.
 
 use std::fmt::Write;
 

@@ -108,7 +108,8 @@ impl Handle {
     /// waiter, labelled with what it waits for.
     ///
     /// - a process is a box `p<id>` labelled with its id, state, spawn site and recorded
-    ///   wait; a channel is an ellipse `c<id>` labelled with its id and kind;
+    ///   wait; a channel is an ellipse `c<id>` labelled with its id and kind, dashed and
+    ///   marked `foreign` once something outside the runtime may use it;
     /// - a `recv`, `send` or `closed` edge runs from a process to a channel it waits on;
     ///   a process blocked in an `alt!` has one edge per channel, labelled `alt: recv`
     ///   or `alt: send`;
