@@ -80,13 +80,20 @@ fn edge(from: String, to: String, label: &str) -> (String, String, String) {
     (from, to, label.to_owned())
 }
 
-/// Waits until the runtime's graph has exactly `edges`, and returns it.
+/// Waits until the runtime's graph has exactly `edges` and every process in it sleeps,
+/// and returns it.
 fn wait_for_edges(rt: &csp::Runtime, edges: &BTreeSet<(String, String, String)>) -> Graph {
     let deadline = Instant::now() + Duration::from_secs(common::scaled_secs(10));
     loop {
         let dot = rt.wait_graph();
         let graph = parse(&dot);
-        if &graph.edges == edges {
+        // A process registers its wait before its poll ends: wait for both.
+        let asleep = graph
+            .nodes
+            .values()
+            .filter(|label| label.starts_with("process #"))
+            .all(|label| label.contains("\\nSleeping\\n"));
+        if &graph.edges == edges && asleep {
             return graph;
         }
         assert!(
@@ -275,7 +282,7 @@ const CHILD: &str = "CSP_WAIT_GRAPH_TEST_CHILD";
 
 #[test]
 fn a_deadlock_report_writes_the_graph_where_csp_deadlock_dot_says() {
-    if std::env::var_os(CHILD).is_some() {
+    if std::env::var_os(CHILD).is_some() && std::env::var_os("CSP_DEADLOCK_DOT").is_some() {
         // The child: run the example's deadlock with CSP_DEADLOCK_DOT set by the parent,
         // and print the report for it.
         println!("{}", deadlock::report(Duration::from_millis(50)));
@@ -357,6 +364,17 @@ fn surveys_race_channels_that_come_and_go() {
     bounded(60, || {
         let rt = runtime(2, "graph-churn");
         let rounds = common::scaled(2_000u32);
+        // One wait that lasts the whole run: every survey must find it, whatever the
+        // churn around it.
+        let (release, anchor_rx) = rt.block_on(async { csp::channel::<()>() });
+        let anchor_channel = channel_id(&anchor_rx);
+        let anchor = rt.spawn(async move { anchor_rx.recv().await.is_ok() });
+        let anchor_edge = edge(
+            format!("p{}", anchor.id()),
+            format!("c{anchor_channel}"),
+            "recv",
+        );
+        wait_for_edges(&rt, &BTreeSet::from([anchor_edge.clone()]));
         let pairs: Vec<_> = (0..4)
             .map(|_| {
                 rt.spawn(async move {
@@ -378,8 +396,14 @@ fn surveys_race_channels_that_come_and_go() {
         let mut surveys = 0;
         while pairs.iter().any(|p| !p.is_finished()) {
             let graph = parse(&rt.wait_graph());
-            for (from, to, _) in &graph.edges {
-                assert!(from.starts_with('p') && to.starts_with('c'), "{graph:?}");
+            assert!(graph.edges.contains(&anchor_edge), "{graph:?}");
+            for (from, to, label) in &graph.edges {
+                // A pair waits on its channel, or joins its sender.
+                let join = label == "join" && to.starts_with('p');
+                assert!(
+                    from.starts_with('p') && (to.starts_with('c') || join),
+                    "{graph:?}"
+                );
             }
             surveys += 1;
         }
@@ -387,6 +411,8 @@ fn surveys_race_channels_that_come_and_go() {
             assert_eq!(rt.block_on(pair).unwrap(), rounds);
         }
         assert!(surveys > 0);
+        release.send_blocking(()).unwrap();
+        assert!(rt.block_on(anchor).unwrap());
         wait_until_no_process(&rt, 10);
         assert!(parse(&rt.wait_graph()).edges.is_empty());
     });

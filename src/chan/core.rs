@@ -44,7 +44,8 @@ pub(crate) struct State<T> {
     on_receivers_gone: Option<Box<dyn FnOnce() + Send>>,
 }
 
-/// What a channel end points to.
+/// What a channel end points to. It must have no `Drop` of its own: the census
+/// (`site.rs`) relies on its first field dropping before anything else of it goes.
 pub(crate) struct Chan<T> {
     /// Its place in the wait-graph census (`site.rs`). The first field, so that it
     /// leaves the census before any other field drops.

@@ -9,7 +9,9 @@ impl<T> Chan<T> {
     /// entry.
     #[inline]
     pub(crate) fn enrol(&self) {
-        // SAFETY: the enrolment is the channel's first field, made with its id.
+        // SAFETY: the enrolment is the channel's first field, made with its id; `Chan`
+        // has no `Drop` of its own, and lives in the `Arc` that `chan::pair` makes for
+        // it from creation to drop.
         unsafe { self.enrolment.join(self) }
     }
 }
@@ -36,10 +38,14 @@ impl<T> Site for Chan<T> {
             return false;
         };
         state.for_each_entry(&mut |op, claim| {
-            out(Waiting {
-                owner: claim.owner_tag(),
-                op,
-            })
+            // An entry of a choice that fired on another channel stays linked until
+            // its owner unlinks it: it no longer waits.
+            if claim.is_waiting() {
+                out(Waiting {
+                    owner: claim.owner_tag(),
+                    op,
+                })
+            }
         });
         true
     }

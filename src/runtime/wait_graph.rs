@@ -191,7 +191,7 @@ fn render(
     for n in elsewhere {
         let _ = writeln!(
             dot,
-            "    p{n} [shape=box, style=dashed, label=\"process #{n}\\n(not live here)\"];"
+            "    p{n} [shape=box, style=dashed, label=\"#{n}\\nnot a live process here:\\na blocking task, just finished,\\nor another runtime's\"];"
         );
     }
     for &(from, to, op) in edges {

@@ -14,6 +14,9 @@
 //! the census lock was let go (`tuning::CENSUS_SURVEY_ROUNDS` times at most), so neither
 //! side can wait for the other.
 //!
+//! A channel leaked with `mem::forget` stays enrolled, pointing at memory that stays
+//! valid; the census then keeps it reachable, so a leak checker does not report it.
+//!
 //! Nothing here orders anything a protocol relies on: the flags and locks are std types,
 //! not loom's, and the data is a diagnostic snapshot.
 
@@ -47,8 +50,10 @@ pub(crate) struct Waiting {
 
 /// A channel, as the census sees it.
 ///
-/// Surveys call these methods from any thread, so they must touch nothing of the
-/// channel's values: only the id, the lock and the linked entries' claim flags.
+/// Surveys call these methods from any thread, even for a channel whose `T` is not
+/// `Send`, so they must touch only what is safe to share across threads whatever `T`
+/// is: the id, the capacity, the home, the lock, and under it the wait lists' links
+/// and the linked entries' claim flags; never a value.
 pub(crate) trait Site {
     /// The channel's id, as in dumps.
     fn id(&self) -> u64;
@@ -68,15 +73,17 @@ pub(crate) trait Site {
 /// A site's address, lifetime erased: valid while enrolled (module docs).
 struct SitePtr(NonNull<dyn Site>);
 
-// SAFETY: a survey on another thread touches only what `Site` promises is safe there
-// (the id, the kind, the lock and the entries' claim flags), none of it a `T`.
+// SAFETY: a survey on another thread touches only what `Site` promises is safe to share
+// across threads whatever the channel's `T` (see `Site`); the pointer itself is only
+// sent to be used under the census lock.
 unsafe impl Send for SitePtr {}
 
 /// Enrolled sites by channel id.
 static CENSUS: Mutex<Option<HashMap<u64, SitePtr>>> = Mutex::new(None);
 
 fn census() -> MutexGuard<'static, Option<HashMap<u64, SitePtr>>> {
-    // No code that can panic runs under the lock; a poisoned map is still consistent.
+    // A panic under the lock (an allocation failure, a survey's callback) can only come
+    // between two whole changes of the map: a poisoned map is still consistent.
     CENSUS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -100,8 +107,10 @@ impl Enrolment {
     ///
     /// # Safety
     /// `self` is a field of `site`, declared before every field that `site`'s methods
-    /// read, so that it drops (and leaves the census) before they do; and `site`'s id
-    /// is the one `self` was made with.
+    /// read, so that it drops (and leaves the census) before they do; `site` has no
+    /// `Drop` of its own (which would run before its fields drop, while still enrolled),
+    /// and does not move while enrolled (it lives in its `Arc` from creation to drop);
+    /// and `site`'s id is the one `self` was made with.
     #[inline]
     pub(crate) unsafe fn join(&self, site: &dyn Site) {
         // Relaxed: set once, under the census lock, and re-checked there.
@@ -151,7 +160,9 @@ impl Drop for Enrolment {
     }
 }
 
-/// Calls `f` with each enrolled site's id, kind, foreignness and linked entries. A site whose lock
+/// Calls `f` with each enrolled site's id, kind, foreignness and linked entries. `f`
+/// runs under the census lock: it must not drop a channel (whose leaving would take that
+/// lock again). A site whose lock
 /// stays taken through every round is reported with no entries.
 pub(crate) fn survey(mut f: impl FnMut(u64, String, bool, &[Waiting])) {
     let mut pending: Option<Vec<u64>> = None;

@@ -318,6 +318,12 @@ impl Claim {
             .store(owner.tag().encode(), std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Registered and not claimed or cancelled, for the wait graph: a snapshot.
+    pub(crate) fn is_waiting(&self) -> bool {
+        // Relaxed: a snapshot for a picture, ordering nothing.
+        self.state.load(Ordering::Relaxed) == WAITING
+    }
+
     /// Who waits on this flag, for the wait graph. Read under the lock of a channel
     /// where one of its entries is linked.
     pub(crate) fn owner_tag(&self) -> OwnerTag {
