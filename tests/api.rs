@@ -52,6 +52,9 @@ fn signatures() {
     let _: for<'a> fn(&'a mut Builder, &'static str) -> &'a mut Builder = Builder::thread_name;
     let _: fn(&mut Builder, bool) -> &mut Builder = Builder::deadlock_detection;
     let _: fn(&mut Builder, Duration) -> &mut Builder = Builder::deadlock_grace;
+    // Thread hooks: any `Fn() + Send + Sync + 'static`.
+    let _: fn(&mut Builder, fn()) -> &mut Builder = Builder::on_thread_start::<fn()>;
+    let _: fn(&mut Builder, fn()) -> &mut Builder = Builder::on_thread_stop::<fn()>;
     let _: fn(&mut Builder) -> io::Result<Runtime> = Builder::build;
     let _: fn(&mut Builder) -> io::Result<Handle> = Builder::build_default;
 

@@ -83,7 +83,9 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, queue: LocalQueue) {
     {
         // SAFETY: `local` outlives the guard and stays on this thread.
         let _worker = unsafe { context::WorkerGuard::new(&local) };
+        local.shared.hooks().thread_started();
         local.run();
+        local.shared.hooks().thread_stopping();
     }
     local.drain();
     local.shared.worker_exited();
