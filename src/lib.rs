@@ -323,7 +323,7 @@ pub mod __private {
     pub use crate::par::macro_support::*;
 }
 pub use chan::{
-    ChannelEnd, Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, Sender,
+    ChannelEnd, Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, SendSink, Sender,
     TryRecvError, TrySendError, bounded, channel, unbounded,
 };
 pub use runtime::{

@@ -267,6 +267,7 @@ fn channel_signatures() {
     let _: fn(&Sender<u8>, u8) -> Result<(), TrySendError<u8>> = Sender::<u8>::try_send;
     let _: fn(&Sender<u8>, u8) -> Result<(), SendError<u8>> = Sender::<u8>::send_blocking;
     let _: for<'a> fn(&'a Sender<u8>) -> Closed<'a, u8> = Sender::<u8>::closed;
+    let _: for<'a> fn(&'a Sender<u8>) -> csp::SendSink<'a, u8> = Sender::<u8>::sink;
 
     let _: for<'a> fn(&'a Receiver<u8>) -> RecvFuture<'a, u8> = Receiver::<u8>::recv;
     let _: fn(&Receiver<u8>) -> Result<u8, TryRecvError> = Receiver::<u8>::try_recv;
@@ -335,6 +336,11 @@ fn channel_bounds() {
     fused::<Closed<'static, u8>>();
     fn send<F: Send>() {}
     send::<SendFuture<'static, u8>>();
+    // Sender::sink: a futures Sink whose errors give the value back.
+    fn sink<S: futures::Sink<u8, Error = SendError<u8>> + Send + Debug>() {}
+    sink::<csp::SendSink<'static, u8>>();
+    fn any_sink<S: Debug>() {}
+    any_sink::<csp::SendSink<'static, NotDebug>>();
     send::<RecvFuture<'static, u8>>();
     fn output<F: std::future::Future<Output = O>, O>() {}
     output::<SendFuture<'static, u8>, Result<(), SendError<u8>>>();
