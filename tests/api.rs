@@ -590,3 +590,33 @@ fn entry_points_run() {
     entry_points::main_unit();
     entry_points::main_result().unwrap();
 }
+
+/// `csp::net` (the `io` feature): async-net's sockets and async-io's `Async`, the very
+/// types of those crates (also re-exported), and `futures`' I/O traits.
+#[cfg(feature = "io")]
+#[allow(dead_code)]
+fn net_items() {
+    use csp::net::{
+        Async, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncToSocketAddrs, AsyncWrite,
+        AsyncWriteExt, BufReader, Incoming, Shutdown, SocketAddr, TcpListener, TcpStream,
+        UdpSocket, async_io, async_net,
+    };
+
+    let _: fn(TcpListener) -> async_net::TcpListener = std::convert::identity;
+    let _: fn(TcpStream) -> async_net::TcpStream = std::convert::identity;
+    let _: fn(UdpSocket) -> async_net::UdpSocket = std::convert::identity;
+    let _: fn(Async<std::net::TcpStream>) -> async_io::Async<std::net::TcpStream> =
+        std::convert::identity;
+    let _: fn(Shutdown) -> std::net::Shutdown = std::convert::identity;
+    let _: fn(SocketAddr) -> std::net::SocketAddr = std::convert::identity;
+    #[cfg(unix)]
+    let _: fn(csp::net::unix::UnixStream) -> async_net::unix::UnixStream = std::convert::identity;
+    fn io<T: AsyncRead + AsyncWrite + AsyncReadExt + AsyncWriteExt + Send + Sync + Unpin>() {}
+    io::<TcpStream>();
+    fn buffered<T: AsyncBufReadExt>() {}
+    buffered::<BufReader<TcpStream>>();
+    fn addrs<T: AsyncToSocketAddrs>() {}
+    addrs::<&str>();
+    fn incoming<T: futures::Stream<Item = std::io::Result<TcpStream>>>() {}
+    incoming::<Incoming<'static>>();
+}
