@@ -43,6 +43,10 @@
 //!   [`pipe`] chains processes into pipelines that tear down when their tail is dropped.
 //! - Timers are events like any other: [`sleep`], [`timeout`], and the channels
 //!   [`after`] and [`tick`], which compose with `alt!`.
+//! - With the `io` feature (on by default), `csp::net` has sockets for processes, served
+//!   by smol's reactor, which csp's workers drive while they wait for work;
+//!   [`Builder::on_thread_start`] can put csp's threads in another runtime's context
+//!   (tokio's, say), and [`Sender::sink`] makes a sender a `futures::Sink`.
 //! - [`#[csp::main]`](macro@main) and [`#[csp::test]`](macro@test) run an `async fn` on
 //!   a runtime; a program whose processes all wait on one another forever is reported,
 //!   naming each process and what it waits on, instead of hanging (see
