@@ -89,8 +89,6 @@ pub(crate) struct Local {
 enum Step {
     /// It ran something (a process, or timers that fired): go on.
     Ran,
-    /// Out of its own work: look elsewhere (`Local::search_step`).
-    Dry,
     /// Nothing to do: park.
     Park,
     /// The runtime is shutting down.
@@ -186,8 +184,8 @@ impl Local {
         park::run(self);
     }
 
-    /// Runs rounds of `step` until one says otherwise than `Ran`, or `budget` rounds ran
-    /// (then `Step::Ran`).
+    /// Runs rounds of `step` until one says park or exit, or `budget` rounds ran (then
+    /// `Step::Ran`).
     fn run_rounds(&self, budget: u32) -> Step {
         for _ in 0..budget {
             match self.step() {
@@ -198,8 +196,7 @@ impl Local {
         Step::Ran
     }
 
-    /// One round of the loop: runs one process of this worker's own if it finds one,
-    /// else says what next (`Dry`: call `search_step`).
+    /// One round of the loop: runs one process if it finds one, else says what next.
     #[inline(always)]
     fn step(&self) -> Step {
         if let Some(entry) = self.next_task() {
@@ -213,12 +210,6 @@ impl Local {
         if self.shared.timers().fire_due() {
             return Step::Ran;
         }
-        Step::Dry
-    }
-
-    /// After a round that said `Dry`: looks for work elsewhere, and runs a process if it
-    /// finds one; else says park (or exit).
-    fn search_step(&self) -> Step {
         if let Some(entry) = self.search() {
             self.run_task(entry);
             return Step::Ran;

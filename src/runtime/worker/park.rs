@@ -11,11 +11,7 @@
 //!   goes to this worker's own queue, and the worker comes out of the reactor to run it
 //!   ([`Sleep::woke_self`]) instead of waking another worker to steal it;
 //! - a busy worker looks at the reactor without blocking every
-//!   [`REACTOR_POLL_INTERVAL`] rounds, so sockets are served while every worker is busy,
-//!   and so does a worker out of its own work, before it looks at other workers' queues
-//!   (a socket may be ready already: its process runs here at once; in three 8-second
-//!   wrk runs at 50 connections, `http_hello` served 5 to 8% more requests than when
-//!   the worker searched first).
+//!   [`REACTOR_POLL_INTERVAL`] rounds, so sockets are served while every worker is busy.
 //!
 //! Staying inside `block_on` also keeps async-io's fallback thread out of the way: that
 //! thread drives the reactor only while no `block_on` is running, or once the reactor
@@ -46,12 +42,8 @@ mod plain {
     /// Runs `local`'s loop until shutdown, blocking on the idle event to park.
     pub(crate) fn run(local: &Local) {
         loop {
-            let mut step = local.run_rounds(u32::MAX);
-            if step == Step::Dry {
-                step = local.search_step();
-            }
-            match step {
-                Step::Ran | Step::Dry => continue,
+            match local.run_rounds(u32::MAX) {
+                Step::Ran => continue,
                 Step::Exit => return,
                 Step::Park => {}
             }
@@ -109,19 +101,13 @@ mod reactor {
     pub(crate) fn run(local: &Local) {
         async_io::block_on(async {
             loop {
-                let mut step = local.run_rounds(REACTOR_POLL_INTERVAL);
-                if step == Step::Ran || step == Step::Dry {
-                    // `block_on` polls the reactor without blocking before it polls this
-                    // future again: after a run of rounds, and before a dry worker looks
-                    // for work on other workers (the socket it would wait for may be
-                    // ready already).
-                    YieldOnce(false).await;
-                }
-                if step == Step::Dry {
-                    step = local.search_step();
-                }
-                match step {
-                    Step::Ran | Step::Dry => continue,
+                match local.run_rounds(REACTOR_POLL_INTERVAL) {
+                    Step::Ran => {
+                        // `block_on` polls the reactor without blocking before it polls
+                        // this future again.
+                        YieldOnce(false).await;
+                        continue;
+                    }
                     Step::Exit => return,
                     Step::Park => {}
                 }
