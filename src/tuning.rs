@@ -74,3 +74,11 @@ pub(crate) const TIMER_FIRE_BATCH: usize = 32;
 /// pointer moves, so a second pass almost always finds it free; 64 passes make a
 /// channel reported without its waiters a sign of a lock held far too long.
 pub(crate) const CENSUS_SURVEY_ROUNDS: usize = 64;
+
+/// With the `io` feature, a busy worker polls the I/O reactor without blocking after this
+/// many rounds of its loop in a row without parking, so sockets are served while no
+/// worker parks. 61, as [`GLOBAL_QUEUE_INTERVAL`] and tokio's default `event_interval`:
+/// one `epoll_wait` per 61 processes run is lost in their cost (8 and 1024 measured no
+/// better under `scripts/load`), and a ready socket waits at most 61 polls.
+#[cfg(all(feature = "io", not(loom)))]
+pub(crate) const REACTOR_POLL_INTERVAL: u32 = 61;

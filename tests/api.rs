@@ -53,6 +53,9 @@ fn signatures() {
     let _: for<'a> fn(&'a mut Builder, &'static str) -> &'a mut Builder = Builder::thread_name;
     let _: fn(&mut Builder, bool) -> &mut Builder = Builder::deadlock_detection;
     let _: fn(&mut Builder, Duration) -> &mut Builder = Builder::deadlock_grace;
+    // Thread hooks: any `Fn() + Send + Sync + 'static`.
+    let _: fn(&mut Builder, fn()) -> &mut Builder = Builder::on_thread_start::<fn()>;
+    let _: fn(&mut Builder, fn()) -> &mut Builder = Builder::on_thread_stop::<fn()>;
     let _: fn(&mut Builder) -> io::Result<Runtime> = Builder::build;
     let _: fn(&mut Builder) -> io::Result<Handle> = Builder::build_default;
 
@@ -266,6 +269,7 @@ fn channel_signatures() {
     let _: fn(&Sender<u8>, u8) -> Result<(), TrySendError<u8>> = Sender::<u8>::try_send;
     let _: fn(&Sender<u8>, u8) -> Result<(), SendError<u8>> = Sender::<u8>::send_blocking;
     let _: for<'a> fn(&'a Sender<u8>) -> Closed<'a, u8> = Sender::<u8>::closed;
+    let _: for<'a> fn(&'a Sender<u8>) -> csp::SendSink<'a, u8> = Sender::<u8>::sink;
 
     let _: for<'a> fn(&'a Receiver<u8>) -> RecvFuture<'a, u8> = Receiver::<u8>::recv;
     let _: fn(&Receiver<u8>) -> Result<u8, TryRecvError> = Receiver::<u8>::try_recv;
@@ -334,6 +338,11 @@ fn channel_bounds() {
     fused::<Closed<'static, u8>>();
     fn send<F: Send>() {}
     send::<SendFuture<'static, u8>>();
+    // Sender::sink: a futures Sink whose errors give the value back.
+    fn sink<S: futures::Sink<u8, Error = SendError<u8>> + Send + Debug>() {}
+    sink::<csp::SendSink<'static, u8>>();
+    fn any_sink<S: Debug>() {}
+    any_sink::<csp::SendSink<'static, NotDebug>>();
     send::<RecvFuture<'static, u8>>();
     fn output<F: std::future::Future<Output = O>, O>() {}
     output::<SendFuture<'static, u8>, Result<(), SendError<u8>>>();
@@ -582,4 +591,34 @@ mod entry_points {
 fn entry_points_run() {
     entry_points::main_unit();
     entry_points::main_result().unwrap();
+}
+
+/// `csp::net` (the `io` feature): async-net's sockets and async-io's `Async`, the very
+/// types of those crates (also re-exported), and `futures`' I/O traits.
+#[cfg(feature = "io")]
+#[allow(dead_code)]
+fn net_items() {
+    use csp::net::{
+        Async, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncToSocketAddrs, AsyncWrite,
+        AsyncWriteExt, BufReader, Incoming, Shutdown, SocketAddr, TcpListener, TcpStream,
+        UdpSocket, async_io, async_net,
+    };
+
+    let _: fn(TcpListener) -> async_net::TcpListener = std::convert::identity;
+    let _: fn(TcpStream) -> async_net::TcpStream = std::convert::identity;
+    let _: fn(UdpSocket) -> async_net::UdpSocket = std::convert::identity;
+    let _: fn(Async<std::net::TcpStream>) -> async_io::Async<std::net::TcpStream> =
+        std::convert::identity;
+    let _: fn(Shutdown) -> std::net::Shutdown = std::convert::identity;
+    let _: fn(SocketAddr) -> std::net::SocketAddr = std::convert::identity;
+    #[cfg(unix)]
+    let _: fn(csp::net::unix::UnixStream) -> async_net::unix::UnixStream = std::convert::identity;
+    fn io<T: AsyncRead + AsyncWrite + AsyncReadExt + AsyncWriteExt + Send + Sync + Unpin>() {}
+    io::<TcpStream>();
+    fn buffered<T: AsyncBufReadExt>() {}
+    buffered::<BufReader<TcpStream>>();
+    fn addrs<T: AsyncToSocketAddrs>() {}
+    addrs::<&str>();
+    fn incoming<T: futures::Stream<Item = std::io::Result<TcpStream>>>() {}
+    incoming::<Incoming<'static>>();
 }

@@ -124,3 +124,116 @@ fn deadlock_reports_both_processes_and_the_main_future() {
         "{report}"
     );
 }
+
+/// A running example binary, killed when dropped.
+#[cfg(feature = "io")]
+struct Server {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+}
+
+#[cfg(feature = "io")]
+impl Server {
+    /// Starts example `name` (built by `cargo test` beside this test's binary) with `args`
+    /// and reads the address it prints.
+    fn start(name: &str, args: &[&str]) -> Server {
+        use std::io::BufRead;
+        let dir = std::env::current_exe()
+            .expect("the test binary's path")
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("the test binary lives in target/<profile>/deps")
+            .join("examples");
+        let binary = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        let mut child = std::process::Command::new(&binary)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|err| panic!("start {}: {err}", binary.display()));
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the example's first line");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("{name} printed {line:?}, not its address"))
+            .parse()
+            .expect("a socket address");
+        Server { child, addr }
+    }
+
+    fn connect(&self) -> std::net::TcpStream {
+        let stream = std::net::TcpStream::connect(self.addr).expect("connect to the example");
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        stream
+    }
+}
+
+#[cfg(feature = "io")]
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(feature = "io")]
+#[test]
+fn echo_server_echoes_over_loopback_and_closes_idle_connections() {
+    use std::io::{Read, Write};
+    bounded(LIMIT, || {
+        let server = Server::start(
+            "echo_server",
+            &["127.0.0.1:0", "--workers", "2", "--idle-ms", "200"],
+        );
+        let mut conns: Vec<_> = (0..5).map(|_| server.connect()).collect();
+        for (i, conn) in conns.iter_mut().enumerate() {
+            let line = format!("line {i}\n");
+            conn.write_all(line.as_bytes()).unwrap();
+            let mut back = vec![0; line.len()];
+            conn.read_exact(&mut back).unwrap();
+            assert_eq!(back, line.as_bytes());
+        }
+        // Silent now: the idle timeout closes each.
+        for conn in &mut conns {
+            let mut rest = Vec::new();
+            conn.read_to_end(&mut rest).unwrap();
+            assert_eq!(rest, b"");
+        }
+    });
+}
+
+#[cfg(feature = "io")]
+#[test]
+fn http_hello_and_its_tokio_twin_answer_over_loopback() {
+    use std::io::{Read, Write};
+    for name in ["http_hello", "http_hello_tokio"] {
+        let reply = bounded(LIMIT, move || {
+            let server = Server::start(name, &["127.0.0.1:0", "--workers", "2"]);
+            let mut conn = server.connect();
+            // Two requests on one connection (keep-alive), the second closing it.
+            conn.write_all(b"GET / HTTP/1.1\r\nhost: test\r\n\r\n")
+                .unwrap();
+            conn.write_all(b"GET /again HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n")
+                .unwrap();
+            let mut reply = String::new();
+            conn.read_to_string(&mut reply).unwrap();
+            reply
+        });
+        assert_eq!(
+            reply.matches("HTTP/1.1 200 OK\r\n").count(),
+            2,
+            "{name}: {reply}"
+        );
+        assert_eq!(
+            reply.matches("Hello, world!\n").count(),
+            2,
+            "{name}: {reply}"
+        );
+        assert!(reply.ends_with("Hello, world!\n"), "{name}: {reply}");
+    }
+}

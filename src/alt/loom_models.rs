@@ -133,7 +133,7 @@ fn loom_alt_cancelled_while_a_sender_claims_it() {
 fn loom_alt_commit_vs_timeout() {
     loom::model(|| {
         // A runtime's shared state without its workers: the model advances the wheel.
-        let (shared, _queues) = Shared::new(1, "loom".into(), None);
+        let (shared, _queues) = Shared::new(1, "loom".into(), None, Default::default());
         let _enter = context::enter(Handle {
             shared: shared.clone(),
         });

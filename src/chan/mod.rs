@@ -5,6 +5,7 @@
 //! - `waiter.rs`: the entries waiting operations link into a channel;
 //! - `ops.rs`: recv, send and closed as arms of a choice;
 //! - `sender.rs`, `receiver.rs`, `end.rs`: the public ends and their futures;
+//! - `sink.rs`: a sender as a `futures::Sink`;
 //! - `lock.rs`, `error.rs`;
 //! - `home.rs`: which runtime a channel belongs to, for deadlock detection;
 //! - `site.rs`: a channel in the census of wait sites, for the wait graph.
@@ -24,6 +25,7 @@ mod loom_models;
 pub(crate) mod ops;
 mod receiver;
 mod sender;
+mod sink;
 mod site;
 pub(crate) mod waiter;
 
@@ -31,6 +33,7 @@ pub use end::ChannelEnd;
 pub use error::{RecvError, SendError, TryRecvError, TrySendError};
 pub use receiver::{Receiver, RecvFuture};
 pub use sender::{Closed, SendFuture, Sender};
+pub use sink::SendSink;
 
 use crate::loom::sync::Arc;
 

@@ -122,6 +122,7 @@ impl BlockingPool {
 
     fn thread_main(&self, handle: &Handle) {
         let _enter = context::enter(handle.clone());
+        handle.shared.hooks().thread_started();
         loop {
             match self.receiver.recv_timeout(BLOCKING_KEEP_ALIVE) {
                 Ok(Some(entry)) => {
@@ -147,6 +148,7 @@ impl BlockingPool {
                 }
             }
         }
+        handle.shared.hooks().thread_stopping();
         self.thread_exited();
     }
 

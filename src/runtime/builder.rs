@@ -1,9 +1,11 @@
 //! Configuring and starting a runtime.
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::loom::thread;
+use crate::runtime::hooks::ThreadHooks;
 use crate::runtime::{Handle, Runtime, Shared, default, worker};
 
 /// Configures a [`Runtime`]: worker count, thread names, deadlock detection.
@@ -22,6 +24,7 @@ pub struct Builder {
     thread_name: String,
     deadlock_detection: bool,
     deadlock_grace: Duration,
+    hooks: ThreadHooks,
 }
 
 impl Default for Builder {
@@ -44,6 +47,7 @@ impl Builder {
             thread_name: "csp-worker".to_owned(),
             deadlock_detection: true,
             deadlock_grace: Duration::from_secs(1),
+            hooks: ThreadHooks::default(),
         }
     }
 
@@ -117,6 +121,103 @@ impl Builder {
         self
     }
 
+    /// Runs `f` on every thread the runtime starts, its workers and its blocking-pool
+    /// threads, before the thread runs any work; the thread is already in the runtime
+    /// ([`Handle::current`] works). Setting it again replaces the earlier hook.
+    ///
+    /// A panic in `f` is caught and reported on standard error, and the thread goes on
+    /// as if `f` had returned: a hook cannot stop a worker or lose a process.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let counter = started.clone();
+    /// let rt = csp::Runtime::builder()
+    ///     .worker_threads(2)
+    ///     .on_thread_start(move || {
+    ///         counter.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(async { csp::spawn_blocking(|| ()).await.unwrap() });
+    /// drop(rt);
+    /// // Two workers and one blocking-pool thread.
+    /// assert_eq!(started.load(Ordering::SeqCst), 3);
+    /// ```
+    ///
+    /// The hooks put csp's threads inside another runtime's context, say tokio's, so that
+    /// its sockets work inside csp processes (a thread-local keeps the guard, which the
+    /// stop hook drops on the same thread):
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    ///
+    /// thread_local! {
+    ///     static TOKIO: RefCell<Option<tokio::runtime::EnterGuard<'static>>> =
+    ///         const { RefCell::new(None) };
+    /// }
+    ///
+    /// let tokio_rt = tokio::runtime::Runtime::new().unwrap();
+    /// // 'static, so that the guards borrowing it may live in a thread-local: one handle,
+    /// // leaked on purpose.
+    /// let tokio: &'static tokio::runtime::Handle =
+    ///     Box::leak(Box::new(tokio_rt.handle().clone()));
+    /// let rt = csp::Runtime::builder()
+    ///     .on_thread_start(move || TOKIO.with(|g| *g.borrow_mut() = Some(tokio.enter())))
+    ///     .on_thread_stop(|| drop(TOKIO.with(|g| g.borrow_mut().take())))
+    ///     .build()
+    ///     .unwrap();
+    /// let port = rt.block_on(async {
+    ///     csp::spawn(async {
+    ///         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///         listener.local_addr().unwrap().port()
+    ///     })
+    ///     .await
+    ///     .unwrap()
+    /// });
+    /// assert_ne!(port, 0);
+    /// // csp's threads drop their guards (at shutdown) before tokio's runtime goes.
+    /// drop(rt);
+    /// drop(tokio_rt);
+    /// ```
+    pub fn on_thread_start<F: Fn() + Send + Sync + 'static>(&mut self, f: F) -> &mut Self {
+        self.hooks.start = Some(Arc::new(f));
+        self
+    }
+
+    /// Runs `f` on every thread the runtime started, workers and blocking-pool threads,
+    /// as the thread exits (after its last piece of work; still in the runtime). Setting
+    /// it again replaces the earlier hook. A panic in `f` is caught and reported on
+    /// standard error, as with [`on_thread_start`](Self::on_thread_start).
+    ///
+    /// Workers exit when the runtime shuts down, and [`Runtime::shutdown_timeout`] (or
+    /// dropping the runtime) returns after theirs ran; a blocking-pool thread exits when
+    /// it has been idle for a while, or at shutdown, where `shutdown_timeout` waits for
+    /// it up to its timeout and a plain drop does not wait.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let stopped = Arc::new(AtomicUsize::new(0));
+    /// let counter = stopped.clone();
+    /// let rt = csp::Runtime::builder()
+    ///     .worker_threads(3)
+    ///     .on_thread_stop(move || {
+    ///         counter.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// drop(rt);
+    /// assert_eq!(stopped.load(Ordering::SeqCst), 3);
+    /// ```
+    pub fn on_thread_stop<F: Fn() + Send + Sync + 'static>(&mut self, f: F) -> &mut Self {
+        self.hooks.stop = Some(Arc::new(f));
+        self
+    }
+
     /// Starts the runtime's worker threads.
     ///
     /// # Errors
@@ -140,7 +241,12 @@ impl Builder {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         let deadlock_grace = self.deadlock_detection.then_some(self.deadlock_grace);
-        let (shared, queues) = Shared::new(workers, self.thread_name.clone(), deadlock_grace);
+        let (shared, queues) = Shared::new(
+            workers,
+            self.thread_name.clone(),
+            deadlock_grace,
+            self.hooks.clone(),
+        );
         let mut runtime = Runtime {
             handle: Handle {
                 shared: shared.clone(),

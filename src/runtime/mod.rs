@@ -7,6 +7,7 @@
 //! - `shared.rs`: what workers, handles and processes share;
 //! - `registry.rs`: the live processes, for shutdown and dumps;
 //! - `blocking.rs`: the `spawn_blocking` pool;
+//! - `hooks.rs`: the user's thread start and stop hooks, run on every thread of a runtime;
 //! - `context.rs`: which runtime the current thread is in;
 //! - `block_on.rs`, `spawn.rs`: the entry points;
 //! - `metrics.rs`, `info.rs`: counters and process dumps;
@@ -25,6 +26,7 @@ pub(crate) mod context;
 mod deadlock;
 mod default;
 mod handle;
+mod hooks;
 mod idle;
 mod info;
 mod latch;

@@ -87,7 +87,7 @@ impl Drop for Probe {
 }
 
 fn new_runtime() -> Arc<Shared> {
-    Shared::new(1, "loom".to_owned(), None).0
+    Shared::new(1, "loom".to_owned(), None, Default::default()).0
 }
 
 /// Runs every entry in the injector, as a worker would; returns how many ran.

@@ -10,6 +10,7 @@ use crate::id::next_process_id;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::runtime::blocking::{BlockingPool, BlockingTask};
+use crate::runtime::hooks::ThreadHooks;
 use crate::runtime::idle::Idle;
 use crate::runtime::latch::Latch;
 use crate::runtime::metrics::{self, Metrics, WorkerCounters, bump};
@@ -41,6 +42,8 @@ pub(crate) struct Shared {
     /// `block_on` futures running now (detection needs exactly one: it cannot see the
     /// others).
     pub(super) main_futures: AtomicUsize,
+    /// Run by each worker and blocking-pool thread as it starts and as it exits.
+    hooks: ThreadHooks,
 }
 
 impl Scheduler for Shared {
@@ -67,6 +70,7 @@ impl Shared {
         workers: usize,
         thread_name: String,
         deadlock_grace: Option<Duration>,
+        hooks: ThreadHooks,
     ) -> (Arc<Shared>, Vec<LocalQueue>) {
         let (queues, stealers): (Vec<_>, Vec<_>) = (0..workers).map(|_| LocalQueue::new()).unzip();
         // Std's atomic, not the facade's: a process-wide counter outside every model.
@@ -86,6 +90,7 @@ impl Shared {
             timers: Timers::new(),
             deadlock_grace,
             main_futures: AtomicUsize::new(0),
+            hooks,
         });
         (shared, queues)
     }
@@ -116,6 +121,10 @@ impl Shared {
 
     pub(crate) fn blocking(&self) -> &BlockingPool {
         &self.blocking
+    }
+
+    pub(crate) fn hooks(&self) -> &ThreadHooks {
+        &self.hooks
     }
 
     pub(crate) fn timers(&self) -> &Timers {

@@ -16,7 +16,9 @@
 //!    periodic injector check, so timers fire while every worker is busy);
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
 //!    spinning a few rounds, then yielding its thread, before it parks; the parking
-//!    worker that sees the wheel's earliest deadline parks with a timeout to it.
+//!    worker that sees the wheel's earliest deadline parks with a timeout to it. With
+//!    the `io` feature, a parked worker sleeps inside the I/O reactor and drives it
+//!    (`worker/park.rs`): a socket's waker puts its process on that worker's queue.
 //!
 //! The handoff slot is filled only while this worker polls a process, and is emptied by
 //! step 2 right after that poll returns, so it never holds a process while the worker
@@ -35,8 +37,10 @@
 //! message. Published when the receiver blocks, they refill the buffer in a batch.
 
 use std::cell::{Cell, RefCell};
+use std::time::Instant;
 
-use event_listener::{Listener, listener};
+#[cfg(all(test, loom))]
+use event_listener::listener;
 
 use crate::loom::spin_loop;
 use crate::loom::sync::Arc;
@@ -53,6 +57,7 @@ use crate::tuning::{
 
 #[cfg(all(test, loom))]
 mod loom_models;
+mod park;
 
 /// A worker's own state, on its thread's stack; reached from wakers through the
 /// thread-local context, never from another thread.
@@ -75,6 +80,19 @@ pub(crate) struct Local {
     polling: Cell<bool>,
     /// xorshift state for picking steal victims.
     rng: Cell<u64>,
+    /// How this worker sleeps when it parks (`park.rs`).
+    sleep: park::Sleep,
+}
+
+/// What the worker loop does after a round of `Local::step`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// It ran something (a process, or timers that fired): go on.
+    Ran,
+    /// Nothing to do: park.
+    Park,
+    /// The runtime is shutting down.
+    Exit,
 }
 
 /// Runs worker `index` of `shared` on the current thread until shutdown.
@@ -83,7 +101,9 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, queue: LocalQueue) {
     {
         // SAFETY: `local` outlives the guard and stays on this thread.
         let _worker = unsafe { context::WorkerGuard::new(&local) };
+        local.shared.hooks().thread_started();
         local.run();
+        local.shared.hooks().thread_stopping();
     }
     local.drain();
     local.shared.worker_exited();
@@ -103,6 +123,7 @@ impl Local {
             polling: Cell::new(false),
             // Any odd, index-dependent seed: victims need only differ between workers.
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (((index as u64) << 1) | 1)),
+            sleep: park::Sleep::new(),
         }
     }
 
@@ -149,35 +170,57 @@ impl Local {
             }
             Schedule::Wake | Schedule::Spawn => {
                 self.queue.push(entry);
-                self.shared.idle().notify_work();
+                // A socket's waker run by the reactor this worker sleeps in: the worker
+                // wakes up for it itself (`park.rs`).
+                if !self.sleep.woke_self() {
+                    self.shared.idle().notify_work();
+                }
             }
         }
     }
 
+    /// The worker loop (`park.rs` runs it, sleeping whenever a round says `Park`).
     fn run(&self) {
-        loop {
-            if let Some(entry) = self.next_task() {
-                self.run_task(entry);
-                continue;
-            }
-            if self.shared.is_shutdown() {
-                return;
-            }
-            // Out of work: timers that expired may have woken some.
-            if self.shared.timers().fire_due() {
-                continue;
-            }
-            if let Some(entry) = self.search() {
-                self.run_task(entry);
-                continue;
-            }
-            if self.shared.is_shutdown() {
-                return;
-            }
-            self.park();
-        }
+        park::run(self);
     }
 
+    /// Runs rounds of `step` until one says park or exit, or `budget` rounds ran (then
+    /// `Step::Ran`).
+    fn run_rounds(&self, budget: u32) -> Step {
+        for _ in 0..budget {
+            match self.step() {
+                Step::Ran => {}
+                other => return other,
+            }
+        }
+        Step::Ran
+    }
+
+    /// One round of the loop: runs one process if it finds one, else says what next.
+    #[inline(always)]
+    fn step(&self) -> Step {
+        if let Some(entry) = self.next_task() {
+            self.run_task(entry);
+            return Step::Ran;
+        }
+        if self.shared.is_shutdown() {
+            return Step::Exit;
+        }
+        // Out of work: timers that expired may have woken some.
+        if self.shared.timers().fire_due() {
+            return Step::Ran;
+        }
+        if let Some(entry) = self.search() {
+            self.run_task(entry);
+            return Step::Ran;
+        }
+        if self.shared.is_shutdown() {
+            return Step::Exit;
+        }
+        Step::Park
+    }
+
+    #[inline(always)]
     fn run_task(&self, entry: Notified) {
         if self.searching.replace(false) && self.shared.idle().stop_searching() {
             // The last searcher found work: more may have come meanwhile that woke
@@ -205,6 +248,7 @@ impl Local {
         self.shared.idle().notify_work();
     }
 
+    #[inline(always)]
     fn next_task(&self) -> Option<Notified> {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
@@ -303,10 +347,24 @@ impl Local {
         None
     }
 
+    /// Parks until notified or the wheel's next deadline (the loom models' way in; the
+    /// loop parks through `park.rs`).
+    #[cfg(all(test, loom))]
     fn park(&self) {
+        self.shared.idle().begin_park();
+        listener!(self.shared.idle().event() => listener);
+        if let Some(timeout) = self.prepare_park() {
+            self.sleep.wait(listener, self.deadline(timeout));
+            self.finish_park(timeout);
+        }
+    }
+
+    /// After `Idle::begin_park` and registering a listener on the idle event: the last
+    /// look at the queues and the timers. `None`: work came, do not sleep (the park is
+    /// over); else sleep (until the deadline of `deadline(timeout)`, if any), then call
+    /// `finish_park(timeout)`.
+    fn prepare_park(&self) -> Option<ParkTimeout> {
         let idle = self.shared.idle();
-        idle.begin_park();
-        listener!(idle.event() => listener);
         let was_last_searcher = idle.registered(self.searching.replace(false));
         // The last look (idle.rs): work that arrived on our way to sleep. Then timers:
         // fire what came due on the way, and arm the next deadline unless another parked
@@ -323,20 +381,26 @@ impl Local {
                 // sleeper may take the rest.
                 idle.notify_work();
             }
-            return;
+            return None;
         }
         bump(&self.counters().parks);
-        if let ParkTimeout::Until(tick) = timeout {
-            match self.shared.timers().instant_of(tick) {
-                Some(deadline) => {
-                    listener.wait_deadline(deadline);
-                }
-                None => listener.wait(),
-            }
-            self.shared.timers().after_park(tick);
-        } else {
-            listener.wait();
+        Some(timeout)
+    }
+
+    /// When a worker that armed `timeout` in `prepare_park` wakes up.
+    fn deadline(&self, timeout: ParkTimeout) -> Option<Instant> {
+        match timeout {
+            ParkTimeout::Until(tick) => self.shared.timers().instant_of(tick),
+            _ => None,
         }
+    }
+
+    /// The worker woke up from the sleep `prepare_park` prepared.
+    fn finish_park(&self, timeout: ParkTimeout) {
+        if let ParkTimeout::Until(tick) = timeout {
+            self.shared.timers().after_park(tick);
+        }
+        let idle = self.shared.idle();
         idle.finish_park();
         // Woken for new work: go and find it as a searcher.
         if idle.try_start_searching() {

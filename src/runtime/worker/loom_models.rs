@@ -42,7 +42,7 @@ fn drain(local: &Local) {
 fn loom_run_queue_conservation() {
     const PROCESSES: usize = 3;
     loom::model(|| {
-        let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None);
+        let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None, Default::default());
         let polls: Arc<Vec<AtomicUsize>> =
             Arc::new((0..PROCESSES).map(|_| AtomicUsize::new(0)).collect());
         let joins: Vec<_> = (0..PROCESSES)
@@ -94,7 +94,7 @@ fn loom_run_queue_conservation() {
 #[test]
 fn loom_park_racing_remote_spawn() {
     loom::model(|| {
-        let (shared, mut queues) = Shared::new(1, "loom".to_owned(), None);
+        let (shared, mut queues) = Shared::new(1, "loom".to_owned(), None, Default::default());
         let polls: Arc<Vec<AtomicUsize>> = Arc::new(vec![AtomicUsize::new(0)]);
         let worker = {
             let local = Local::new(shared.clone(), 0, queues.pop().unwrap());

@@ -1,0 +1,127 @@
+//! A sender as a `futures::Sink`, so that `StreamExt::forward` and `SinkExt` work on
+//! csp channels.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use futures::Sink;
+
+use crate::chan::error::{SendError, TrySendError};
+use crate::chan::sender::{SendFuture, Sender};
+
+impl<T> Sender<T> {
+    /// This sender as a [`Sink`]: `start_send` hands the value on at once if a receiver
+    /// waits or the buffer has room, else keeps it until the next `poll_ready`,
+    /// `poll_flush` or `poll_close` finishes sending it (the sink holds one value at a
+    /// time). `poll_close` sends what it holds, then closes the channel, as
+    /// [`close`](Sender::close) does, for every sender: receivers drain what is
+    /// buffered, then see it closed.
+    ///
+    /// No value is lost on a closed channel: `start_send` gives its value back in the
+    /// [`SendError`], and so does the `poll_*` call that finds a held value
+    /// undeliverable. Dropping the sink while it holds a value drops that value
+    /// undelivered, as dropping a [`send`](Sender::send) future does.
+    ///
+    /// The sink is not `Unpin` (it holds a send in progress): pin it to call
+    /// [`SinkExt`](futures::SinkExt) methods, or hand it to a combinator that owns it.
+    ///
+    /// ```
+    /// use futures::{SinkExt, StreamExt, stream};
+    ///
+    /// # csp::block_on(async {
+    /// let (tx, rx) = csp::channel::<u32>();
+    /// let forwarder = csp::spawn(async move {
+    ///     // Forwarding ends by closing the sink, and so the channel.
+    ///     stream::iter(1..=3).map(Ok).forward(tx.sink()).await
+    /// });
+    /// let got: Vec<u32> = rx.collect().await;
+    /// assert_eq!(got, [1, 2, 3]);
+    /// forwarder.await.unwrap().unwrap();
+    ///
+    /// let (tx, rx) = csp::bounded::<&str>(1);
+    /// let mut sink = std::pin::pin!(tx.sink());
+    /// sink.send("held").await.unwrap();
+    /// drop(rx);
+    /// // The channel is closed: the value comes back.
+    /// assert_eq!(sink.send("lost?").await, Err(csp::SendError("lost?")));
+    /// # });
+    /// ```
+    pub fn sink(&self) -> SendSink<'_, T> {
+        SendSink {
+            sender: self,
+            pending: None,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A [`Sender`] as a [`Sink`]; made by [`Sender::sink`].
+    #[must_use = "sinks do nothing unless used"]
+    pub struct SendSink<'a, T> {
+        sender: &'a Sender<T>,
+        // The value `start_send` could not hand on at once, being sent.
+        #[pin]
+        pending: Option<SendFuture<'a, T>>,
+    }
+}
+
+impl<T> SendSink<'_, T> {
+    /// Finishes sending the held value, if any.
+    fn poll_pending(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        let mut this = self.project();
+        let Some(send) = this.pending.as_mut().as_pin_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let result = ready!(send.poll(cx));
+        this.pending.set(None);
+        Poll::Ready(result)
+    }
+}
+
+impl<T> Sink<T> for SendSink<'_, T> {
+    type Error = SendError<T>;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.poll_pending(cx)
+    }
+
+    /// # Panics
+    /// If the sink still holds a value: call `poll_ready` until it is ready first, as
+    /// the `Sink` contract asks.
+    fn start_send(self: Pin<&mut Self>, value: T) -> Result<(), Self::Error> {
+        let mut this = self.project();
+        assert!(
+            this.pending.is_none(),
+            "csp: SendSink::start_send was called while the sink still held a value; \
+             poll_ready must return Ready(Ok) before each start_send"
+        );
+        match this.sender.try_send(value) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Closed(value)) => Err(SendError(value)),
+            Err(TrySendError::Full(value)) => {
+                this.pending.set(Some(this.sender.send(value)));
+                Ok(())
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.poll_pending(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        ready!(self.as_mut().poll_pending(cx))?;
+        self.sender.close();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<T> std::fmt::Debug for SendSink<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendSink")
+            .field("sender", self.sender)
+            .field("holds_a_value", &self.pending.is_some())
+            .finish()
+    }
+}

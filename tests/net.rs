@@ -1,0 +1,394 @@
+//! Network I/O through `csp::net` on real loopback sockets: the echo server and the HTTP
+//! server of the examples, run in-process, against `std::net` clients that behave well
+//! and badly; deadlock detection with a process waiting on a socket; the runtime's
+//! context in a process the reactor woke.
+//!
+//! Every test runs under a watchdog (`common::bounded`), counts what happened instead of
+//! timing it, and ends with the runtime's live processes back to none.
+
+#![cfg(feature = "io")]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::Duration;
+
+use common::{bounded, wait_until};
+use csp::net::TcpListener;
+
+#[path = "../examples/echo_server.rs"]
+#[allow(dead_code)]
+mod echo_server;
+
+#[path = "../examples/http_hello.rs"]
+#[allow(dead_code)]
+mod http_hello;
+
+/// Seconds a test may take before the watchdog fails it.
+const LIMIT: u64 = 60;
+
+/// An echo server running on its own runtime, stopped by `stop`.
+struct Echo {
+    rt: csp::Runtime,
+    addr: SocketAddr,
+    shutdown: csp::Sender<()>,
+    server: csp::JoinHandle<std::io::Result<echo_server::Served>>,
+}
+
+impl Echo {
+    fn start(workers: usize, idle: Duration) -> Echo {
+        let rt = common::runtime(workers, "echo");
+        let listener = rt
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().unwrap();
+        let (shutdown, shutdown_rx) = csp::channel();
+        let server = rt.spawn(echo_server::serve(listener, shutdown_rx, idle));
+        Echo {
+            rt,
+            addr,
+            shutdown,
+            server,
+        }
+    }
+
+    /// Shuts the server down; returns what it served, once no process is left.
+    fn stop(self) -> echo_server::Served {
+        drop(self.shutdown);
+        let served = self
+            .rt
+            .block_on(self.server)
+            .expect("the server does not panic")
+            .expect("the server has no I/O error");
+        assert_processes_gone(&self.rt);
+        served
+    }
+}
+
+/// Waits (bounded) until the runtime has no live process: the count is eventually
+/// consistent, as a process's end is counted after its `JoinHandle` is told.
+fn assert_processes_gone(rt: &csp::Runtime) {
+    wait_until(10, "every process of the runtime has ended", || {
+        rt.metrics().processes_alive == 0
+    });
+}
+
+fn connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(addr).expect("connect to the server");
+    // A stuck read fails the test instead of hanging it (the watchdog would too).
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream
+}
+
+fn read_to_end(stream: &mut TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    stream
+        .read_to_end(&mut got)
+        .expect("read until the server closes");
+    got
+}
+
+#[test]
+fn three_hundred_concurrent_connections_are_each_echoed() {
+    const THREADS: usize = 10;
+    const PER_THREAD: usize = 30;
+    let served = bounded(LIMIT, || {
+        let echo = Echo::start(2, Duration::from_secs(30));
+        let addr = echo.addr;
+        // All connections are open at once: each thread opens its share, then the threads
+        // meet, then each talks on every one of its connections.
+        let all_open = std::sync::Arc::new(std::sync::Barrier::new(THREADS));
+        let clients: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let all_open = all_open.clone();
+                std::thread::spawn(move || {
+                    let mut conns: Vec<_> = (0..PER_THREAD).map(|_| connect(addr)).collect();
+                    all_open.wait();
+                    for (i, conn) in conns.iter_mut().enumerate() {
+                        let msg = format!("client {t}/{i} says hello\n");
+                        conn.write_all(msg.as_bytes()).unwrap();
+                        let mut back = vec![0; msg.len()];
+                        conn.read_exact(&mut back).unwrap();
+                        assert_eq!(back, msg.as_bytes());
+                    }
+                    // Half-close each: the server echoes nothing more and closes.
+                    for conn in &mut conns {
+                        conn.shutdown(Shutdown::Write).unwrap();
+                        assert_eq!(read_to_end(conn), b"");
+                    }
+                    conns.len()
+                })
+            })
+            .collect();
+        let echoed: usize = clients.into_iter().map(|c| c.join().unwrap()).sum();
+        assert_eq!(echoed, THREADS * PER_THREAD);
+        echo.stop()
+    });
+    assert_eq!(served.connections, THREADS * PER_THREAD);
+}
+
+#[test]
+fn echo_survives_clients_that_vanish_mid_message_or_half_close() {
+    let served = bounded(LIMIT, || {
+        let echo = Echo::start(2, Duration::from_secs(30));
+        // Gone mid-message: writes part of a line, then drops the connection unread.
+        for _ in 0..20 {
+            let mut conn = connect(echo.addr);
+            conn.write_all(b"half a mess").unwrap();
+        }
+        // Reset: closes with the echo unread in its receive buffer.
+        for _ in 0..20 {
+            let mut conn = connect(echo.addr);
+            conn.write_all(&[0xff; 10_000]).unwrap();
+        }
+        // Half-close: everything sent before the shutdown comes back, then the end.
+        let mut conn = connect(echo.addr);
+        conn.write_all(b"last words").unwrap();
+        conn.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(read_to_end(&mut conn), b"last words");
+        // The server still serves.
+        let mut conn = connect(echo.addr);
+        conn.write_all(b"still there?").unwrap();
+        let mut back = [0; 12];
+        conn.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"still there?");
+        drop(conn);
+        echo.stop()
+    });
+    assert_eq!(served.connections, 42);
+}
+
+#[test]
+fn an_idle_client_is_closed_by_the_timeout() {
+    bounded(LIMIT, || {
+        let echo = Echo::start(1, Duration::from_millis(100));
+        let mut idle = connect(echo.addr);
+        // Sends nothing: the server closes the connection (end of stream, not a timeout
+        // of this read, whose own limit is 20 s).
+        assert_eq!(read_to_end(&mut idle), b"");
+        // A chatty client is not closed in between: each exchange resets the timeout.
+        let mut chatty = connect(echo.addr);
+        for i in 0..5u8 {
+            chatty.write_all(&[i]).unwrap();
+            let mut back = [0];
+            chatty.read_exact(&mut back).unwrap();
+            assert_eq!(back, [i]);
+        }
+        assert_eq!(read_to_end(&mut chatty), b"");
+        assert_eq!(echo.stop().connections, 2);
+    });
+}
+
+#[test]
+fn shutdown_closes_open_connections() {
+    bounded(LIMIT, || {
+        let echo = Echo::start(2, Duration::from_secs(60));
+        let mut conns: Vec<_> = (0..10).map(|_| connect(echo.addr)).collect();
+        for conn in &mut conns {
+            conn.write_all(b"x").unwrap();
+            let mut back = [0];
+            conn.read_exact(&mut back).unwrap();
+        }
+        let served = echo.stop();
+        assert_eq!(served.connections, 10);
+        for conn in &mut conns {
+            // Closed by the server: end of stream, or a reset.
+            let mut rest = Vec::new();
+            let _ = conn.read_to_end(&mut rest);
+            assert_eq!(rest, b"");
+        }
+    });
+}
+
+/// The HTTP server of `http_hello` on its own runtime; dropping the runtime stops it.
+fn http_server(workers: usize) -> (csp::Runtime, SocketAddr) {
+    let rt = common::runtime(workers, "http");
+    let listener = rt
+        .block_on(TcpListener::bind("127.0.0.1:0"))
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(http_hello::serve(listener));
+    (rt, addr)
+}
+
+/// Stops the HTTP server: its only process left is the accept loop.
+fn http_stop(rt: csp::Runtime) {
+    wait_until(10, "only the accept loop is left", || {
+        rt.metrics().processes_alive == 1
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+}
+
+#[test]
+fn http_answers_keep_alive_requests_and_rejects_garbage() {
+    bounded(LIMIT, || {
+        let (rt, addr) = http_server(2);
+        // Keep-alive: three requests on one connection, the last asking to close.
+        let mut conn = connect(addr);
+        for _ in 0..2 {
+            conn.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+                .unwrap();
+            let mut head = [0; 17];
+            conn.read_exact(&mut head).unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200 OK\r\n");
+            let mut rest = vec![0; response_len() - head.len()];
+            conn.read_exact(&mut rest).unwrap();
+            assert!(rest.ends_with(b"Hello, world!\n"));
+        }
+        conn.write_all(b"GET / HTTP/1.1\r\nconnection: close\r\n\r\n")
+            .unwrap();
+        let last = String::from_utf8(read_to_end(&mut conn)).unwrap();
+        assert!(last.starts_with("HTTP/1.1 200 OK\r\n"), "{last}");
+        assert!(last.contains("connection: close"), "{last}");
+
+        // Garbage: a 400 and a closed connection, never a panic.
+        for garbage in [
+            &b"\x00\x01\x02 not http at all\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\ncontent-length: lots\r\n\r\n",
+            b"GET / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n",
+            &[b'A'; 20_000],
+        ] {
+            let mut conn = connect(addr);
+            conn.write_all(garbage).unwrap();
+            let reply = read_to_end(&mut conn);
+            assert!(
+                reply.starts_with(b"HTTP/1.1 400 Bad Request\r\n"),
+                "{:?}",
+                String::from_utf8_lossy(&reply)
+            );
+        }
+
+        // Clients gone mid-request, and a half-closed one.
+        for _ in 0..20 {
+            let mut conn = connect(addr);
+            conn.write_all(b"GET / HTTP/1.1\r\nhost:").unwrap();
+        }
+        let mut conn = connect(addr);
+        conn.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        conn.shutdown(Shutdown::Write).unwrap();
+        let reply = read_to_end(&mut conn);
+        assert_eq!(reply.len(), response_len());
+        http_stop(rt);
+    });
+}
+
+/// The length of `http_hello`'s response with `connection: keep-alive`.
+fn response_len() -> usize {
+    let mut input = b"GET / HTTP/1.1\r\n\r\n".to_vec();
+    let mut output = Vec::new();
+    http_hello::http::respond(&mut input, &mut output);
+    output.len()
+}
+
+#[test]
+fn a_process_waiting_on_accept_is_not_a_deadlock() {
+    let got = bounded(LIMIT, || {
+        let rt = csp::Runtime::builder()
+            .worker_threads(1)
+            .deadlock_grace(Duration::from_millis(20))
+            .build()
+            .unwrap();
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        // The client comes many grace periods later (how much later does not matter;
+        // it only has to be more than one).
+        let client = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let mut conn = connect(addr);
+            conn.write_all(b"!").unwrap();
+        });
+        let got = rt.block_on(async move {
+            // A process waits on accept, the block_on future on that process.
+            let accepting = csp::spawn(async move {
+                use csp::net::AsyncReadExt;
+                let (mut conn, _) = listener.accept().await?;
+                let mut byte = [0];
+                conn.read_exact(&mut byte).await?;
+                std::io::Result::Ok(byte[0])
+            });
+            accepting.await.unwrap().unwrap()
+        });
+        client.join().unwrap();
+        assert_processes_gone(&rt);
+        got
+    });
+    assert_eq!(got, b'!');
+}
+
+#[test]
+fn a_block_on_future_waiting_on_accept_is_not_a_deadlock() {
+    bounded(LIMIT, || {
+        let rt = csp::Runtime::builder()
+            .worker_threads(1)
+            .deadlock_grace(Duration::from_millis(20))
+            .build()
+            .unwrap();
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            connect(addr)
+        });
+        let peer = rt.block_on(async move { listener.accept().await.unwrap().1 });
+        let conn = client.join().unwrap();
+        assert_eq!(peer, conn.local_addr().unwrap());
+    });
+}
+
+#[test]
+fn a_process_the_reactor_woke_runs_on_a_worker_in_its_runtime() {
+    let (thread, spawned) = bounded(LIMIT, || {
+        let rt = common::runtime(2, "io-woken");
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let process = rt.spawn(async move {
+            use csp::net::AsyncReadExt;
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut byte = [0];
+            conn.read_exact(&mut byte).await.unwrap();
+            // Woken by the reactor: the context is this runtime's.
+            let handle = csp::Handle::current();
+            let spawned =
+                handle.spawn(async { 40 }).await.unwrap() + csp::spawn(async { 2 }).await.unwrap();
+            (common::thread_name(), spawned)
+        });
+        wait_until(10, "the process waits on accept", || {
+            rt.processes()
+                .iter()
+                .any(|p| p.state == csp::ProcessState::Sleeping)
+        });
+        let mut conn = connect(addr);
+        conn.write_all(b"?").unwrap();
+        let result = rt.block_on(process).unwrap();
+        assert_processes_gone(&rt);
+        result
+    });
+    assert!(thread.starts_with("io-woken-"), "{thread}");
+    assert_eq!(spawned, 42);
+}
+
+#[test]
+fn timers_fire_while_the_only_worker_sleeps_in_the_reactor() {
+    bounded(LIMIT, || {
+        let rt = common::runtime(1, "io-timers");
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        // A socket registered with the reactor, never ready.
+        let waiting = rt.spawn(async move { listener.accept().await.map(drop) });
+        let fired = rt.block_on(async {
+            let mut fired = 0;
+            for _ in 0..20 {
+                let tick = csp::spawn(async { csp::sleep(Duration::from_millis(2)).await });
+                tick.await.unwrap();
+                fired += 1;
+            }
+            fired
+        });
+        assert_eq!(fired, 20);
+        waiting.abort();
+        assert!(rt.block_on(waiting).unwrap_err().is_cancelled());
+        assert_processes_gone(&rt);
+    });
+}

@@ -1,0 +1,232 @@
+//! `Builder::on_thread_start` and `on_thread_stop`: run once on every worker and every
+//! blocking-pool thread, the start hook before the thread runs any work; a panicking
+//! hook neither stops a thread nor loses a process; and the recipe of the docs that
+//! puts csp's threads in a tokio runtime's context, so tokio sockets work in processes.
+//!
+//! Every test runs under a watchdog (`common::bounded`).
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+
+use common::{Counter, bounded, thread_name, wait_until};
+
+const LIMIT: u64 = 30;
+
+thread_local! {
+    /// Set by the start hook on the thread it ran on.
+    static STARTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The names of the threads each hook ran on.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    fn push(&self) {
+        self.0.lock().unwrap().push(thread_name());
+    }
+
+    fn sorted(&self) -> Vec<String> {
+        let mut names = self.0.lock().unwrap().clone();
+        names.sort();
+        names
+    }
+}
+
+#[test]
+fn hooks_run_once_on_every_worker_and_blocking_thread() {
+    let (starts, stops, in_runtime) = bounded(LIMIT, || {
+        let starts = Log::default();
+        let stops = Log::default();
+        let in_runtime = Counter::new();
+        let rt = {
+            let (starts, stops, in_runtime) = (starts.clone(), stops.clone(), in_runtime.clone());
+            csp::Runtime::builder()
+                .worker_threads(3)
+                .thread_name("hooked")
+                .on_thread_start(move || {
+                    assert!(!STARTED.get(), "the start hook ran twice on one thread");
+                    STARTED.set(true);
+                    if csp::Handle::try_current().is_some() {
+                        in_runtime.incr();
+                    }
+                    starts.push();
+                })
+                .on_thread_stop(move || {
+                    assert!(
+                        STARTED.get(),
+                        "the stop hook ran where the start hook did not"
+                    );
+                    stops.push();
+                })
+                .build()
+                .unwrap()
+        };
+        // Work on every worker (a barrier that needs all three at once) and on two
+        // blocking-pool threads (both closures run at once), each checking that its
+        // thread's start hook ran first.
+        rt.block_on(async {
+            let workers = Arc::new(Barrier::new(3));
+            let on_workers = csp::par!(for _ in 0..3 => {
+                let workers = workers.clone();
+                async move {
+                    workers.wait();
+                    STARTED.get()
+                }
+            });
+            assert_eq!(on_workers, [true; 3]);
+            let blocking = Arc::new(Barrier::new(2));
+            let closures: Vec<_> = (0..2)
+                .map(|_| {
+                    let blocking = blocking.clone();
+                    csp::spawn_blocking(move || {
+                        blocking.wait();
+                        STARTED.get()
+                    })
+                })
+                .collect();
+            for closure in closures {
+                assert!(closure.await.unwrap());
+            }
+        });
+        rt.shutdown_timeout(Duration::from_secs(10));
+        (starts.sorted(), stops.sorted(), in_runtime.get())
+    });
+    let expected = [
+        "hooked-0",
+        "hooked-1",
+        "hooked-2",
+        "hooked-blocking-1",
+        "hooked-blocking-2",
+    ];
+    assert_eq!(starts, expected);
+    assert_eq!(stops, expected);
+    assert_eq!(in_runtime, 5);
+}
+
+#[test]
+fn a_blocking_thread_retired_when_idle_runs_its_stop_hook() {
+    // The pool retires a thread after 10 s idle.
+    bounded(60, || {
+        let stops = Counter::new();
+        let counter = stops.clone();
+        let rt = csp::Runtime::builder()
+            .worker_threads(1)
+            .on_thread_stop(move || {
+                if thread_name().contains("blocking") {
+                    counter.incr();
+                }
+            })
+            .build()
+            .unwrap();
+        rt.block_on(async { csp::spawn_blocking(|| ()).await.unwrap() });
+        wait_until(40, "the idle blocking thread has exited", || {
+            stops.get() == 1
+        });
+        drop(rt);
+        assert_eq!(stops.get(), 1);
+    });
+}
+
+#[test]
+fn panicking_hooks_are_reported_and_lose_nothing() {
+    let (sum, starts, stops) = bounded(LIMIT, || {
+        let starts = Counter::new();
+        let stops = Counter::new();
+        let rt = {
+            let (starts, stops) = (starts.clone(), stops.clone());
+            csp::Runtime::builder()
+                .worker_threads(2)
+                .on_thread_start(move || {
+                    starts.incr();
+                    panic!("start hook fails");
+                })
+                .on_thread_stop(move || {
+                    stops.incr();
+                    panic!("stop hook fails");
+                })
+                .build()
+                .unwrap()
+        };
+        let sum = rt.block_on(async {
+            let spawned: u64 = csp::par!(for i in 0..100u64 => async move { i })
+                .into_iter()
+                .sum();
+            spawned + csp::spawn_blocking(|| 1000).await.unwrap()
+        });
+        rt.shutdown_timeout(Duration::from_secs(10));
+        (sum, starts.get(), stops.get())
+    });
+    assert_eq!(sum, 4950 + 1000);
+    assert_eq!(starts, 3);
+    assert_eq!(stops, 3);
+}
+
+// The recipe of `Builder::on_thread_start`'s docs: each csp thread enters a tokio
+// runtime's context and keeps the guard in a thread-local until its stop hook.
+thread_local! {
+    static TOKIO_CONTEXT: RefCell<Option<tokio::runtime::EnterGuard<'static>>> =
+        const { RefCell::new(None) };
+}
+
+#[test]
+fn hooks_enter_tokio_so_tokio_sockets_work_in_processes() {
+    let (greeting, blocking_sees_tokio) = bounded(LIMIT, || {
+        let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_io()
+            .build()
+            .unwrap();
+        // 'static, for guards that live in a thread-local: one handle, leaked on purpose.
+        let tokio: &'static tokio::runtime::Handle = Box::leak(Box::new(tokio_rt.handle().clone()));
+        let rt = csp::Runtime::builder()
+            .worker_threads(2)
+            .on_thread_start(move || {
+                TOKIO_CONTEXT.with(|guard| *guard.borrow_mut() = Some(tokio.enter()));
+            })
+            .on_thread_stop(|| {
+                let guard = TOKIO_CONTEXT.with(|guard| guard.borrow_mut().take());
+                drop(guard);
+            })
+            .build()
+            .unwrap();
+        let result = rt.block_on(async {
+            let server = csp::spawn(async {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let addr = listener.local_addr().unwrap();
+                let client = std::thread::spawn(move || {
+                    use std::io::{Read, Write};
+                    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+                    conn.write_all(b"hello").unwrap();
+                    let mut back = String::new();
+                    conn.read_to_string(&mut back).unwrap();
+                    back
+                });
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let mut got = [0; 5];
+                conn.read_exact(&mut got).await.unwrap();
+                conn.write_all(b"tokio says hi to ").await.unwrap();
+                conn.write_all(&got).await.unwrap();
+                drop(conn);
+                client
+            });
+            let client = server.await.unwrap();
+            let blocking_sees_tokio =
+                csp::spawn_blocking(|| tokio::runtime::Handle::try_current().is_ok())
+                    .await
+                    .unwrap();
+            (client, blocking_sees_tokio)
+        });
+        let (client, blocking_sees_tokio) = result;
+        // csp's threads drop their guards before tokio's runtime goes.
+        rt.shutdown_timeout(Duration::from_secs(10));
+        drop(tokio_rt);
+        (client.join().unwrap(), blocking_sees_tokio)
+    });
+    assert_eq!(greeting, "tokio says hi to hello");
+    assert!(blocking_sees_tokio);
+}
