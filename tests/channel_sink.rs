@@ -32,7 +32,7 @@ fn close<S: Sink<T> + ?Sized, T>(sink: std::pin::Pin<&mut S>) -> Poll<Result<(),
 }
 
 #[test]
-fn forward_delivers_a_stream_in_order_then_closes_the_channel() {
+fn forward_delivers_a_stream_in_order() {
     for cap in [0, 1, 4, 1000] {
         let got = bounded(LIMIT, move || {
             csp::block_on(async move {
@@ -80,25 +80,32 @@ fn the_sink_holds_one_value_until_the_channel_has_room() {
     assert!(matches!(flush(sink.as_mut()), Poll::Ready(Ok(()))));
     assert_eq!(rx.try_recv(), Ok(2));
     assert!(matches!(ready(sink.as_mut()), Poll::Ready(Ok(()))));
-    // Close: nothing held, the channel closes for every sender.
+    // Close: nothing held, so the sink closes at once; the channel stays open for the
+    // other senders (and this one), and the sink refuses further values.
     let other = tx.clone();
     assert!(matches!(close(sink.as_mut()), Poll::Ready(Ok(()))));
-    assert!(other.is_closed());
-    assert_eq!(rx.try_recv(), Err(csp::TryRecvError::Closed));
+    assert!(!other.is_closed());
+    assert_eq!(sink.as_mut().start_send(3), Err(csp::SendError(3)));
+    other.try_send(4).unwrap();
+    assert_eq!(rx.try_recv(), Ok(4));
 }
 
 #[test]
-fn close_sends_the_held_value_before_closing() {
+fn close_sends_the_held_value_before_closing_the_sink() {
     let (tx, rx) = csp::channel::<&str>(); // rendezvous: nothing goes in without a receiver
     let mut sink = pin!(tx.sink());
     assert!(matches!(ready(sink.as_mut()), Poll::Ready(Ok(()))));
     sink.as_mut().start_send("held").unwrap();
     assert!(close(sink.as_mut()).is_pending());
     assert!(!rx.is_closed());
+    let kept = rx.clone(); // the channel stays open after the receiving thread's end goes
     let got = bounded(LIMIT, move || csp::block_on(rx.recv()));
     assert_eq!(got, Ok("held"));
     assert!(matches!(close(sink.as_mut()), Poll::Ready(Ok(()))));
-    assert!(tx.is_closed());
+    assert!(!tx.is_closed());
+    // Refused by the closed sink, not by the channel, which is still open.
+    assert_eq!(sink.as_mut().start_send("late"), Err(csp::SendError("late")));
+    assert_eq!(kept.try_recv(), Err(csp::TryRecvError::Empty));
 }
 
 #[test]
@@ -176,11 +183,14 @@ fn sink_ext_send_waits_for_the_receiver() {
                 }
                 got
             });
-            let mut sink = pin!(tx.sink());
-            for v in 0..5 {
-                sink.send(v).await.unwrap();
+            {
+                let mut sink = pin!(tx.sink());
+                for v in 0..5 {
+                    sink.send(v).await.unwrap();
+                }
+                sink.close().await.unwrap();
             }
-            sink.close().await.unwrap();
+            drop(tx); // the last sender: the channel closes
             receiver.await.unwrap()
         })
     });

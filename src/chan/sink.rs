@@ -14,9 +14,12 @@ impl<T> Sender<T> {
     /// This sender as a [`Sink`]: `start_send` hands the value on at once if a receiver
     /// waits or the buffer has room, else keeps it until the next `poll_ready`,
     /// `poll_flush` or `poll_close` finishes sending it (the sink holds one value at a
-    /// time). `poll_close` sends what it holds, then closes the channel, as
-    /// [`close`](Sender::close) does, for every sender: receivers drain what is
-    /// buffered, then see it closed.
+    /// time). `poll_close` sends what it holds and closes the *sink*: values offered to
+    /// it afterwards come back in a [`SendError`]. The channel itself closes as it always
+    /// does, when its last [`Sender`] is dropped (or on [`close`](Sender::close)), so a
+    /// stream forwarded into one sender's sink does not cut off the other senders: as
+    /// with `futures`' channels, where closing a sender's sink closes the channel only
+    /// if no other sender is left.
     ///
     /// No value is lost on a closed channel: `start_send` gives its value back in the
     /// [`SendError`], and so does the `poll_*` call that finds a held value
@@ -32,7 +35,7 @@ impl<T> Sender<T> {
     /// # csp::block_on(async {
     /// let (tx, rx) = csp::channel::<u32>();
     /// let forwarder = csp::spawn(async move {
-    ///     // Forwarding ends by closing the sink, and so the channel.
+    ///     // The channel closes when `tx`, its only sender, drops at the end.
     ///     stream::iter(1..=3).map(Ok).forward(tx.sink()).await
     /// });
     /// let got: Vec<u32> = rx.collect().await;
@@ -50,6 +53,7 @@ impl<T> Sender<T> {
     pub fn sink(&self) -> SendSink<'_, T> {
         SendSink {
             sender: self,
+            closed: false,
             pending: None,
         }
     }
@@ -60,6 +64,8 @@ pin_project_lite::pin_project! {
     #[must_use = "sinks do nothing unless used"]
     pub struct SendSink<'a, T> {
         sender: &'a Sender<T>,
+        // `poll_close` finished: further values are refused.
+        closed: bool,
         // The value `start_send` could not hand on at once, being sent.
         #[pin]
         pending: Option<SendFuture<'a, T>>,
@@ -96,6 +102,9 @@ impl<T> Sink<T> for SendSink<'_, T> {
             "csp: SendSink::start_send was called while the sink still held a value; \
              poll_ready must return Ready(Ok) before each start_send"
         );
+        if *this.closed {
+            return Err(SendError(value));
+        }
         match this.sender.try_send(value) {
             Ok(()) => Ok(()),
             Err(TrySendError::Closed(value)) => Err(SendError(value)),
@@ -112,7 +121,7 @@ impl<T> Sink<T> for SendSink<'_, T> {
 
     fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         ready!(self.as_mut().poll_pending(cx))?;
-        self.sender.close();
+        *self.project().closed = true;
         Poll::Ready(Ok(()))
     }
 }
@@ -121,6 +130,7 @@ impl<T> std::fmt::Debug for SendSink<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SendSink")
             .field("sender", self.sender)
+            .field("closed", &self.closed)
             .field("holds_a_value", &self.pending.is_some())
             .finish()
     }
