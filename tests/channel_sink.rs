@@ -104,7 +104,10 @@ fn close_sends_the_held_value_before_closing_the_sink() {
     assert!(matches!(close(sink.as_mut()), Poll::Ready(Ok(()))));
     assert!(!tx.is_closed());
     // Refused by the closed sink, not by the channel, which is still open.
-    assert_eq!(sink.as_mut().start_send("late"), Err(csp::SendError("late")));
+    assert_eq!(
+        sink.as_mut().start_send("late"),
+        Err(csp::SendError("late"))
+    );
     assert_eq!(kept.try_recv(), Err(csp::TryRecvError::Empty));
 }
 
