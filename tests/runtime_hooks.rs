@@ -180,8 +180,12 @@ fn hooks_enter_tokio_so_tokio_sockets_work_in_processes() {
             .enable_io()
             .build()
             .unwrap();
-        // 'static, for guards that live in a thread-local: one handle, leaked on purpose.
-        let tokio: &'static tokio::runtime::Handle = Box::leak(Box::new(tokio_rt.handle().clone()));
+        // 'static, for guards that live in a thread-local: one handle, kept in a static
+        // (reachable, so no leak checker reports it).
+        static TOKIO_HANDLE: std::sync::OnceLock<tokio::runtime::Handle> =
+            std::sync::OnceLock::new();
+        let tokio: &'static tokio::runtime::Handle =
+            TOKIO_HANDLE.get_or_init(|| tokio_rt.handle().clone());
         let rt = csp::Runtime::builder()
             .worker_threads(2)
             .on_thread_start(move || {

@@ -161,9 +161,11 @@ impl Builder {
     ///
     /// let tokio_rt = tokio::runtime::Runtime::new().unwrap();
     /// // 'static, so that the guards borrowing it may live in a thread-local: one handle,
-    /// // leaked on purpose.
+    /// // kept in a static.
+    /// static TOKIO_HANDLE: std::sync::OnceLock<tokio::runtime::Handle> =
+    ///     std::sync::OnceLock::new();
     /// let tokio: &'static tokio::runtime::Handle =
-    ///     Box::leak(Box::new(tokio_rt.handle().clone()));
+    ///     TOKIO_HANDLE.get_or_init(|| tokio_rt.handle().clone());
     /// let rt = csp::Runtime::builder()
     ///     .on_thread_start(move || TOKIO.with(|g| *g.borrow_mut() = Some(tokio.enter())))
     ///     .on_thread_stop(|| drop(TOKIO.with(|g| g.borrow_mut().take())))
