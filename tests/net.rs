@@ -283,21 +283,34 @@ fn response_len() -> usize {
     output.len()
 }
 
+/// A one-worker runtime with a 20 ms deadlock grace, a listener bound on it, and a
+/// client thread that connects many grace periods later (how much later does not
+/// matter; it only has to be more than one).
+fn late_client_of_a_short_grace_runtime() -> (
+    csp::Runtime,
+    TcpListener,
+    std::thread::JoinHandle<std::net::TcpStream>,
+) {
+    let rt = csp::Runtime::builder()
+        .worker_threads(1)
+        .deadlock_grace(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        connect(addr)
+    });
+    (rt, listener, client)
+}
+
 #[test]
 fn a_process_waiting_on_accept_is_not_a_deadlock() {
     let got = bounded(LIMIT, || {
-        let rt = csp::Runtime::builder()
-            .worker_threads(1)
-            .deadlock_grace(Duration::from_millis(20))
-            .build()
-            .unwrap();
-        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-        let addr = listener.local_addr().unwrap();
-        // The client comes many grace periods later (how much later does not matter;
-        // it only has to be more than one).
+        let (rt, listener, client) = late_client_of_a_short_grace_runtime();
         let client = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            let mut conn = connect(addr);
+            let mut conn = client.join().unwrap();
             conn.write_all(b"!").unwrap();
         });
         let got = rt.block_on(async move {
@@ -321,17 +334,7 @@ fn a_process_waiting_on_accept_is_not_a_deadlock() {
 #[test]
 fn a_block_on_future_waiting_on_accept_is_not_a_deadlock() {
     bounded(LIMIT, || {
-        let rt = csp::Runtime::builder()
-            .worker_threads(1)
-            .deadlock_grace(Duration::from_millis(20))
-            .build()
-            .unwrap();
-        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let client = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            connect(addr)
-        });
+        let (rt, listener, client) = late_client_of_a_short_grace_runtime();
         let peer = rt.block_on(async move { listener.accept().await.unwrap().1 });
         let conn = client.join().unwrap();
         assert_eq!(peer, conn.local_addr().unwrap());
