@@ -55,6 +55,7 @@ struct Indices {
 }
 
 impl Indices {
+    #[inline]
     fn fill(&mut self, items: impl Iterator<Item = usize>) {
         self.heap.clear();
         let mut len = 0;
@@ -73,6 +74,7 @@ impl Indices {
         self.len = len as u32;
     }
 
+    #[inline]
     fn as_slice(&self) -> &[u32] {
         if self.heap.is_empty() {
             &self.inline[..self.len as usize]
@@ -81,6 +83,7 @@ impl Indices {
         }
     }
 
+    #[inline]
     fn as_mut_slice(&mut self) -> &mut [u32] {
         if self.heap.is_empty() {
             &mut self.inline[..self.len as usize]
@@ -89,11 +92,13 @@ impl Indices {
         }
     }
 
+    #[inline]
     fn len(&self) -> usize {
         self.as_slice().len()
     }
 
     /// The indices, in order.
+    #[inline]
     fn iter(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
         self.as_slice().iter().map(|&i| i as usize)
     }
@@ -153,6 +158,7 @@ impl Plan {
         self.locks.len()
     }
 
+    #[inline]
     fn enabled<A: ArmSet + ?Sized>(arms: &A, i: usize) -> &dyn Operation {
         arms.arm(i)
             .expect("csp: an arm was disabled while its choice was in progress")
