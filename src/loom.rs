@@ -12,7 +12,7 @@ mod imp {
 
         pub(crate) mod atomic {
             pub(crate) use std::sync::atomic::{
-                AtomicBool, AtomicU64, AtomicUsize, Ordering, fence,
+                AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
             };
         }
 
@@ -108,7 +108,7 @@ mod imp {
 
         pub(crate) mod atomic {
             pub(crate) use loom::sync::atomic::{
-                AtomicBool, AtomicU64, AtomicUsize, Ordering, fence,
+                AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
             };
         }
 

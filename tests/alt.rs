@@ -116,6 +116,46 @@ fn default_runs_only_when_nothing_is_ready() {
     });
 }
 
+/// A choice skips arms it can tell will fail without locking their channels; what it
+/// tells must follow every change: a channel going from empty to ready and back, from
+/// full to having room, and to closed, seen by `default` alts in turn.
+#[test]
+fn default_alts_follow_each_change_of_readiness() {
+    bounded(10, || {
+        csp::block_on(async {
+            let (tx, rx) = csp::bounded::<u8>(1);
+            macro_rules! try_recv {
+                () => {
+                    csp::alt! {
+                        recv(rx) -> v => Some(v),
+                        default => None,
+                    }
+                };
+            }
+            macro_rules! try_send {
+                ($value:expr) => {
+                    csp::alt! {
+                        send(tx, $value) -> r => Some(r.is_ok()),
+                        default => None,
+                    }
+                };
+            }
+            for round in 0..3 {
+                assert_eq!(try_recv!(), None, "round {round}: empty");
+                assert_eq!(try_send!(round), Some(true), "round {round}: room");
+                assert_eq!(try_send!(9), None, "round {round}: full");
+                assert_eq!(try_recv!(), Some(Ok(round)), "round {round}: a value");
+            }
+            // A value sent outside any alt is seen too.
+            tx.try_send(7).unwrap();
+            assert_eq!(try_recv!(), Some(Ok(7)));
+            tx.close();
+            assert_eq!(try_recv!(), Some(Err(csp::RecvError)), "closed");
+            assert_eq!(try_send!(8), Some(false), "closed");
+        });
+    });
+}
+
 #[test]
 fn send_arms_that_do_not_fire_deliver_nothing_and_drop_their_value() {
     bounded(10, || {

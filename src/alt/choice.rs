@@ -3,7 +3,8 @@
 //!
 //! A poll of an idle choice tries the arms in the plan's order (uniformly random for a
 //! fair choice, written order for a biased one), each under its own channel's lock; the
-//! first that can complete fires. If none can, it locks the distinct channels of its
+//! first that can complete fires. An arm whose channel's readiness (a lock-free hint,
+//! `chan/core.rs`) says it would fail is skipped without taking its lock. If none can, it locks the distinct channels of its
 //! enabled arms in address order, tries them all once more, and registers every arm
 //! under those locks, so no counterpart sees half a registration and none slips in
 //! between the last try and the registration; then it waits for a counterpart to claim
@@ -208,6 +209,11 @@ impl Plan {
     ) -> Option<usize> {
         self.order.iter().find(|&i| {
             let arm = Self::enabled(arms, i);
+            // An arm that would only fail is skipped unlocked: should the hint be wrong,
+            // the locked pass that follows tries it again.
+            if !arm.may_be_ready() {
+                return false;
+            }
             let _held = Held::lock(arm);
             // SAFETY: the arm's lock is held.
             unsafe { arm.try_now(claim, wakes) }

@@ -12,7 +12,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::alt::Select;
-use crate::chan::{TryRecvError, channel};
+use crate::chan::{TryRecvError, bounded, channel};
 use crate::runtime::{Handle, Shared, context};
 
 /// Two choices meet on both ends of two channels: one offers {send c1, recv c2}, the
@@ -89,6 +89,54 @@ fn loom_alt_vs_close() {
             assert_eq!(op.index(), on_close);
             assert!(op.recv(&rx1).is_err());
             assert!(!sent, "a value sent Ok went to the choice");
+        }
+    });
+}
+
+/// The quick pass of a choice skips, without locking, an arm whose channel's readiness
+/// says it would fail (`chan/core.rs`). That hint must never hide a value sent before
+/// the choice started: here a first choice turns the hint on, a thread fills the
+/// channel, and once it is joined a choice that may not wait (`try_select`, the form
+/// behind `alt!`'s `default`) must find the value.
+#[test]
+fn loom_readiness_hint_shows_a_value_sent_before() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u8>(1);
+        let (_tx2, rx2) = bounded::<u8>(1);
+        let mut sel = Select::new();
+        sel.recv(&rx);
+        sel.recv(&rx2);
+        assert!(sel.try_select().is_none(), "nothing was sent yet");
+
+        let sender = thread::spawn(move || tx.try_send(3).is_ok());
+        assert!(sender.join().unwrap());
+
+        let op = sel
+            .try_select()
+            .expect("a value sent before the choice is ready");
+        assert_eq!(op.recv(&rx), Ok(3));
+    });
+}
+
+/// A choice that may not wait races a send, both on a channel whose readiness is kept:
+/// the value goes to the choice or stays in the channel, never lost and never taken
+/// twice.
+#[test]
+fn loom_readiness_hint_racing_a_send() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u8>(1);
+        let mut sel = Select::new();
+        sel.recv(&rx);
+        assert!(sel.try_select().is_none(), "nothing was sent yet");
+
+        let sender = thread::spawn(move || tx.try_send(4).is_ok());
+        let chosen = sel.try_select().map(|op| op.recv(&rx).unwrap());
+        assert!(sender.join().unwrap());
+        drop(sel);
+
+        match (chosen, rx.try_recv()) {
+            (Some(4), Err(TryRecvError::Closed)) | (None, Ok(4)) => {}
+            other => panic!("the value must be received exactly once, got {other:?}"),
         }
     });
 }

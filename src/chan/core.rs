@@ -10,6 +10,16 @@
 //! No user code runs under the lock: owners to wake are carried out of the critical
 //! section in [`Wakes`] and woken after unlocking, and values to drop are dropped after
 //! unlocking by whoever holds them.
+//!
+//! A channel that is an arm of a choice publishes its *readiness* at every unlock:
+//! whether a receive, and a send, would complete now. A choice's quick pass reads it
+//! without the lock and skips an arm that would only fail, instead of taking a lock
+//! (often one a counterpart on another core is using) to find that out. It is a hint and
+//! nothing relies on more: the pass that registers a choice tries every arm under its
+//! lock. It is never stale for a reader ordered after an operation (a thread that saw a
+//! send complete sees the receive ready), since the operation stored it before its
+//! unlock. The first arm built on a channel turns the bookkeeping on, under the lock, so
+//! every later unlock sees it on; channels never chosen among skip it.
 
 use std::collections::VecDeque;
 use std::ptr::NonNull;
@@ -19,7 +29,7 @@ use crate::chan::lock::RawLock;
 use crate::chan::waiter::{WaitList, Waiter};
 use crate::id::next_channel_id;
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use crate::wait::census::{Enrolment, Op};
 use crate::wait::claim::{Claim, Wakes};
 
@@ -39,6 +49,9 @@ pub(crate) struct State<T> {
     /// value, so one that stops polling hides nothing from the others.
     readers: WaitList<()>,
     closed: bool,
+    /// Unlocks publish the readiness (module docs): an arm of a choice was built on
+    /// the channel. Only ever turns on.
+    keeps_readiness: bool,
     /// Run once the last receiver is gone (after the close): how an `after`/`tick`
     /// channel unlinks its timer.
     on_receivers_gone: Option<Box<dyn FnOnce() + Send>>,
@@ -57,6 +70,9 @@ pub(crate) struct Chan<T> {
     state: UnsafeCell<State<T>>,
     /// Mirrors `State::closed`, for lock-free reads.
     closed: AtomicBool,
+    /// [`RECV_READY`] and [`SEND_READY`], as the last unlock left the state, with
+    /// [`READINESS_KEPT`] once unlocks keep them (module docs).
+    readiness: AtomicU8,
     /// The runtime it belongs to, or foreign (deadlock detection).
     home: Home,
     senders: AtomicUsize,
@@ -77,9 +93,16 @@ pub(crate) struct Locked<'a, T> {
 impl<T> Drop for Locked<'_, T> {
     fn drop(&mut self) {
         // SAFETY: a `Locked` exists only while its lock is held.
-        unsafe { self.chan.lock.unlock() }
+        unsafe { self.chan.unlock() }
     }
 }
+
+/// Readiness bit: a receive would complete now (a value, a waiting sender, or the close).
+const RECV_READY: u8 = 1;
+/// Readiness bit: a send would complete now (a waiting receiver, room, or the close).
+const SEND_READY: u8 = 2;
+/// Readiness bit: the other two are kept up to date; without it they mean nothing.
+const READINESS_KEPT: u8 = 4;
 
 impl<T> std::ops::Deref for Locked<'_, T> {
     type Target = State<T>;
@@ -175,6 +198,21 @@ impl<T> State<T> {
             return Ok(());
         }
         Err(value)
+    }
+
+    /// Which operations would complete now, as [`RECV_READY`] and [`SEND_READY`] bits
+    /// (an entry claimed elsewhere but not yet unlinked counts: a hint may say ready
+    /// wrongly, never the other way).
+    #[inline]
+    fn readiness(&self, cap: Option<usize>) -> u8 {
+        let recv = self.closed
+            || !self.buffer.is_empty()
+            || !self.returned.is_empty()
+            || self.senders.front().is_some();
+        let send = self.closed
+            || self.receivers.front().is_some()
+            || cap.is_none_or(|cap| self.buffer.len() < cap);
+        u8::from(recv) * RECV_READY | u8::from(send) * SEND_READY | READINESS_KEPT
     }
 
     /// A value became available to receivers: every `poll_recv` reader comes to look.
@@ -322,21 +360,24 @@ pub(crate) enum Side {
 impl<T> Chan<T> {
     pub(crate) fn new(cap: Option<usize>) -> Chan<T> {
         let id = next_channel_id();
+        let state = State {
+            buffer: VecDeque::with_capacity(cap.unwrap_or(0)),
+            returned: VecDeque::new(),
+            senders: WaitList::default(),
+            receivers: WaitList::default(),
+            watchers: WaitList::default(),
+            readers: WaitList::default(),
+            closed: false,
+            keeps_readiness: false,
+            on_receivers_gone: None,
+        };
         Chan {
             enrolment: Enrolment::new(id),
             id,
             cap,
             lock: RawLock::new(),
-            state: UnsafeCell::new(State {
-                buffer: VecDeque::with_capacity(cap.unwrap_or(0)),
-                returned: VecDeque::new(),
-                senders: WaitList::default(),
-                receivers: WaitList::default(),
-                watchers: WaitList::default(),
-                readers: WaitList::default(),
-                closed: false,
-                on_receivers_gone: None,
-            }),
+            readiness: AtomicU8::new(0),
+            state: UnsafeCell::new(state),
             closed: AtomicBool::new(false),
             home: Home::here(),
             senders: AtomicUsize::new(1),
@@ -364,6 +405,59 @@ impl<T> Chan<T> {
 
     pub(crate) fn raw_lock(&self) -> &RawLock {
         &self.lock
+    }
+
+    /// Publishes the readiness of the state if the channel keeps it (module docs), then
+    /// unlocks.
+    ///
+    /// # Safety
+    /// The caller holds the lock, and no reference to the state.
+    #[inline]
+    pub(crate) unsafe fn unlock(&self) {
+        // SAFETY: per the caller.
+        let state = unsafe { self.state_mut() };
+        if state.keeps_readiness {
+            // Relaxed: a hint, read without the lock. A reader ordered after this
+            // critical section reads this store or a later one (coherence); the unlock's
+            // Release orders it before the next holder's.
+            self.readiness
+                .store(state.readiness(self.cap), Ordering::Relaxed);
+        }
+        // SAFETY: per the caller.
+        unsafe { self.lock.unlock() }
+    }
+
+    /// False if a receive would surely fail now, unless something not ordered before
+    /// this call changed that meanwhile (module docs): a hint for a choice's quick pass.
+    /// The first call on a channel turns the bookkeeping on and says true.
+    #[inline]
+    pub(crate) fn may_recv(&self) -> bool {
+        self.may(RECV_READY)
+    }
+
+    /// As [`may_recv`](Self::may_recv), for a send.
+    #[inline]
+    pub(crate) fn may_send(&self) -> bool {
+        self.may(SEND_READY)
+    }
+
+    #[inline]
+    fn may(&self, ready: u8) -> bool {
+        // Relaxed: a hint (see `unlock`). Seen kept, the bookkeeping was turned on under
+        // the lock, which is all that matters; seen not kept, the lock decides.
+        let readiness = self.readiness.load(Ordering::Relaxed);
+        if readiness & READINESS_KEPT == 0 {
+            self.keep_readiness();
+            return true;
+        }
+        readiness & ready != 0
+    }
+
+    /// Makes unlocks keep the readiness from now on: under the lock, so every later
+    /// unlock sees it on (and this one publishes the first).
+    #[cold]
+    fn keep_readiness(&self) {
+        self.lock().keeps_readiness = true;
     }
 
     /// The state, under a lock taken through [`raw_lock`](Self::raw_lock).

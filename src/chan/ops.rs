@@ -260,7 +260,7 @@ macro_rules! channel_lock {
 
         unsafe fn unlock(&self) {
             // SAFETY: the caller holds the lock.
-            unsafe { self.chan.raw_lock().unlock() }
+            unsafe { self.chan.unlock() }
         }
 
         fn is_foreign(&self) -> bool {
@@ -301,6 +301,10 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
     channel_lock!();
     wait_list_entry!(Side::Recv);
 
+    fn may_be_ready(&self) -> bool {
+        self.chan.may_recv()
+    }
+
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
         unsafe { receive_now(&self.chan, own, wakes, &self.result) }
@@ -333,6 +337,10 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
 impl<T> Operation for SendOp<'_, T> {
     channel_lock!();
     wait_list_entry!(Side::Send);
+
+    fn may_be_ready(&self) -> bool {
+        self.chan.may_send()
+    }
 
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
@@ -385,6 +393,10 @@ impl<T> Operation for SendOp<'_, T> {
 impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
     channel_lock!();
 
+    fn may_be_ready(&self) -> bool {
+        self.chan.may_recv()
+    }
+
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
         unsafe { receive_now(&self.chan, own, wakes, &self.result) }
@@ -429,6 +441,10 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for ReadOp<T, C> {
 
 impl<T> Operation for ClosedOp<'_, T> {
     channel_lock!();
+
+    fn may_be_ready(&self) -> bool {
+        self.chan.is_closed()
+    }
 
     unsafe fn try_now(&self, _own: &Claim, _wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.

@@ -26,6 +26,11 @@ pub(crate) trait Operation {
     /// The caller must hold the lock (from `lock`).
     unsafe fn unlock(&self);
 
+    /// False if `try_now` would surely fail: a lock-free hint (it may say true
+    /// wrongly, and false wrongly only while an operation not ordered before this call
+    /// changes the channel), so a choice's quick pass skips the arm without its lock.
+    fn may_be_ready(&self) -> bool;
+
     /// Completes the operation now if the channel allows it, storing the outcome in the
     /// operation; `own` is the choice's flag, never paired with itself.
     ///
