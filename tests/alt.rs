@@ -39,6 +39,37 @@ fn alt_is_fair_among_ready_arms() {
     });
 }
 
+/// Fair among the ready arms only: with arms 1 and 3 of four ready, each wins about
+/// half the time (an order drawn one arm at a time must not favour the arm after an
+/// unready one, as a random starting point would: 3/4 against 1/4 here).
+#[test]
+fn alt_is_fair_among_the_ready_arms_when_some_are_not() {
+    bounded(30, || {
+        csp::block_on(async {
+            let chans: Vec<_> = (0..4).map(|_| csp::bounded::<u8>(1)).collect();
+            chans[1].0.try_send(0).unwrap();
+            chans[3].0.try_send(0).unwrap();
+            let (r0, r1, r2, r3) = (&chans[0].1, &chans[1].1, &chans[2].1, &chans[3].1);
+            let mut wins = [0usize; 4];
+            for _ in 0..10_000 {
+                let i = csp::alt! {
+                    recv(r0) -> _v => 0,
+                    recv(r1) -> _v => 1,
+                    recv(r2) -> _v => 2,
+                    recv(r3) -> _v => 3,
+                };
+                wins[i] += 1;
+                chans[i].0.try_send(0).unwrap(); // keep arms 1 and 3 ready
+            }
+            assert_eq!((wins[0], wins[2]), (0, 0), "unready arms never fire: {wins:?}");
+            // 10,000 fair coin flips: 5,000 give or take 50 (one standard deviation).
+            for arm in [1, 3] {
+                assert!((4_700..=5_300).contains(&wins[arm]), "{wins:?}");
+            }
+        });
+    });
+}
+
 #[test]
 fn prialt_takes_the_first_ready_arm_in_written_order() {
     bounded(10, || {

@@ -114,16 +114,17 @@ pub(crate) struct Plan {
     /// One arm per distinct channel, sorted by lock address (filled by `plan_locks`,
     /// once the quick pass found no arm ready).
     locks: Indices,
+    /// Try the arms in written order (`prialt!`), not shuffled.
+    biased: bool,
 }
 
 impl Plan {
-    /// Plans a choice over the enabled arms of `arms`; false if none is enabled.
+    /// Plans a choice over the enabled arms of `arms`; false if none is enabled. A fair
+    /// plan is shuffled as its quick pass goes ([`try_each`](Self::try_each)).
     pub(crate) fn prepare<A: ArmSet + ?Sized>(&mut self, arms: &A, biased: bool) -> bool {
         self.order
             .fill((0..arms.count()).filter(|&i| arms.is_enabled(i)));
-        if !biased {
-            rng::shuffle(self.order.as_mut_slice());
-        }
+        self.biased = biased;
         self.order.len() > 0
     }
 
@@ -201,23 +202,56 @@ impl Plan {
     /// is idle (registered nowhere), so no counterpart can reach it: each try is an
     /// independent attempt, and the first to complete is the one arm that fires. Only
     /// that arm can have anyone to wake: into `wakes`, for the caller to run.
+    ///
+    /// A fair plan is shuffled here, one arm at a time (Fisher-Yates, front to back):
+    /// each arm tried is drawn uniformly from those not tried yet, so the first ready
+    /// arm found is uniform among the ready ones, and a choice whose first try succeeds
+    /// draws one number rather than one per arm. A pass that finds no arm ready has
+    /// drawn a whole uniform permutation, which the locked pass then follows.
     fn try_each<A: ArmSet + ?Sized>(
-        &self,
+        &mut self,
         arms: &A,
         claim: &Claim,
         wakes: &mut Wakes,
     ) -> Option<usize> {
-        self.order.iter().find(|&i| {
-            let arm = Self::enabled(arms, i);
-            // An arm that would only fail is skipped unlocked: should the hint be wrong,
-            // the locked pass that follows tries it again.
-            if !arm.may_be_ready() {
-                return false;
+        let order = self.order.as_mut_slice();
+        if self.biased || order.len() < 2 {
+            return order
+                .iter()
+                .map(|&i| i as usize)
+                .find(|&i| Self::try_arm(arms, i, claim, wakes));
+        }
+        let mut random = rng::Stream::start();
+        let n = order.len();
+        let mut fired = None;
+        for k in 0..n {
+            let j = k + random.below(n - k);
+            let i = order[j];
+            order[j] = order[k];
+            order[k] = i;
+            let i = i as usize;
+            if Self::try_arm(arms, i, claim, wakes) {
+                fired = Some(i);
+                break;
             }
-            let _held = Held::lock(arm);
-            // SAFETY: the arm's lock is held.
-            unsafe { arm.try_now(claim, wakes) }
-        })
+        }
+        random.end();
+        fired
+    }
+
+    /// One try of the quick pass: arm `i` completes now if it can, under its channel's
+    /// lock.
+    #[inline(always)]
+    fn try_arm<A: ArmSet + ?Sized>(arms: &A, i: usize, claim: &Claim, wakes: &mut Wakes) -> bool {
+        let arm = Self::enabled(arms, i);
+        // An arm that would only fail is skipped unlocked: should the hint be wrong,
+        // the locked pass that follows tries it again.
+        if !arm.may_be_ready() {
+            return false;
+        }
+        let _held = Held::lock(arm);
+        // SAFETY: the arm's lock is held.
+        unsafe { arm.try_now(claim, wakes) }
     }
 
     /// Unlinks every arm's entry (the fired one's is already unlinked).
@@ -387,7 +421,7 @@ impl Choice {
     }
 
     /// Fires the first arm that can complete now, without waiting.
-    pub(crate) fn try_now<A: ArmSet + ?Sized>(&self, arms: &A, plan: &Plan) -> Option<usize> {
+    pub(crate) fn try_now<A: ArmSet + ?Sized>(&self, arms: &A, plan: &mut Plan) -> Option<usize> {
         debug_assert!(!self.waiting);
         let mut wakes = Wakes::default();
         let fired = plan.try_each(arms, &self.claim, &mut wakes)?;

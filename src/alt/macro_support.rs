@@ -472,7 +472,7 @@ impl<const N: usize, L, D: Timeout> Future for AltFuture<'_, N, L, D> {
             let any = this.plan.prepare(&this.arms, this.biased);
             if this.has_default {
                 let fired = any
-                    .then(|| this.choice.try_now(&this.arms, &this.plan))
+                    .then(|| this.choice.try_now(&this.arms, &mut this.plan))
                     .flatten();
                 let out = fired.map_or((DEFAULT, 0), |fired| this.arms.locate(fired));
                 return this.complete(out);

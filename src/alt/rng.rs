@@ -27,49 +27,52 @@ fn scale(x: u64, n: usize) -> usize {
 /// The state of a thread whose own is gone (it is exiting).
 const EXITING_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// This thread's generator state (a fixed seed once the thread is exiting).
+/// Sets this thread's generator state.
 #[cfg(all(test, not(loom)))]
-fn load() -> u64 {
-    STATE.try_with(Cell::get).unwrap_or(EXITING_SEED)
-}
-
-#[cfg(all(test, not(loom)))]
-fn store(x: u64) {
-    // Nothing to keep once the thread is exiting.
-    let _ = STATE.try_with(|state| state.set(x));
+fn seed(x: u64) {
+    STATE.with(|state| state.set(x));
 }
 
 /// A random number below `n` (`n > 0`).
 #[cfg(all(test, not(loom)))]
 fn below(n: usize) -> usize {
-    let x = step(load());
-    store(x);
-    scale(x, n)
-}
-
-/// Shuffles `items` uniformly (Fisher-Yates), with one look-up of the thread-local state
-/// for both its read and its write (each look-up is a call into the TLS runtime, for a
-/// library crate).
-#[inline]
-pub(crate) fn shuffle(items: &mut [u32]) {
-    if items.len() < 2 {
-        return;
-    }
-    let done = STATE.try_with(|state| state.set(permute(items, state.get())));
-    if done.is_err() {
-        // The thread is exiting: its state is gone.
-        permute(items, EXITING_SEED);
-    }
-}
-
-/// Fisher-Yates from generator state `x`; returns the state after.
-#[inline]
-fn permute(items: &mut [u32], mut x: u64) -> u64 {
-    for i in (1..items.len()).rev() {
-        x = step(x);
-        items.swap(i, scale(x, i + 1));
-    }
+    let mut stream = Stream::start();
+    let x = stream.below(n);
+    stream.end();
     x
+}
+
+/// A run of random numbers from this thread's generator, with one look-up of the
+/// thread-local state to start it and one to end it (each look-up is a call into the
+/// TLS runtime, for a library crate), however many numbers it draws.
+pub(crate) struct Stream {
+    x: u64,
+}
+
+impl Stream {
+    /// Starts a run where this thread's generator stands (a fixed seed once the thread
+    /// is exiting and its state is gone).
+    #[inline]
+    pub(crate) fn start() -> Stream {
+        Stream {
+            x: STATE.try_with(Cell::get).unwrap_or(EXITING_SEED),
+        }
+    }
+
+    /// A random number below `n` (`n > 0`).
+    #[inline]
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.x = step(self.x);
+        scale(self.x, n)
+    }
+
+    /// Ends the run: the thread's generator goes on from here. (A run dropped without
+    /// this repeats its numbers in the next one, which fairness does not mind.)
+    #[inline]
+    pub(crate) fn end(self) {
+        // Nothing to keep once the thread is exiting.
+        let _ = STATE.try_with(|state| state.set(self.x));
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -86,10 +89,15 @@ mod tests {
     }
 
     #[test]
-    fn shuffle_permutes() {
-        let mut v: Vec<u32> = (0..10).collect();
-        super::shuffle(&mut v);
-        v.sort_unstable();
-        assert_eq!(v, (0..10).collect::<Vec<_>>());
+    fn a_stream_goes_on_from_the_thread_state_and_hands_it_back() {
+        // Two draws in one run are the draws of two runs in a row.
+        super::seed(12345);
+        let mut stream = super::Stream::start();
+        let together = (stream.below(1 << 20), stream.below(1 << 20));
+        stream.end();
+        super::seed(12345);
+        let apart = (super::below(1 << 20), super::below(1 << 20));
+        assert_eq!(together, apart);
+        assert_ne!(apart.0, apart.1);
     }
 }

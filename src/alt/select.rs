@@ -341,7 +341,7 @@ impl<'a> Select<'a> {
         }
         // Settled again by the `Selected`'s drop, or below if nothing fires.
         self.arms.clean = false;
-        let Some(fired) = Choice::new().try_now(&self.arms, &self.plan) else {
+        let Some(fired) = Choice::new().try_now(&self.arms, &mut self.plan) else {
             self.arms.clean = true;
             return None;
         };
