@@ -75,6 +75,25 @@ impl Indices {
         self.len = len as u32;
     }
 
+    /// Fills with the indices below `count` that `keep` keeps, in order.
+    #[inline]
+    fn fill_kept(&mut self, count: usize, mut keep: impl FnMut(usize) -> bool) {
+        if count > INLINE_ARMS {
+            self.fill((0..count).filter(|&i| keep(i)));
+            return;
+        }
+        // Few enough to fit inline whatever is kept: each index is written, and kept by
+        // moving past it (no branch on `keep`).
+        self.heap.clear();
+        let mut len = 0;
+        for i in 0..count {
+            // `len <= i < count <= INLINE_ARMS`, and `i < 2^32`.
+            self.inline[len] = i as u32;
+            len += usize::from(keep(i));
+        }
+        self.len = len as u32;
+    }
+
     #[inline]
     fn as_slice(&self) -> &[u32] {
         if self.heap.is_empty() {
@@ -122,8 +141,7 @@ impl Plan {
     /// Plans a choice over the enabled arms of `arms`; false if none is enabled. A fair
     /// plan is shuffled as its quick pass goes ([`try_each`](Self::try_each)).
     pub(crate) fn prepare<A: ArmSet + ?Sized>(&mut self, arms: &A, biased: bool) -> bool {
-        self.order
-            .fill((0..arms.count()).filter(|&i| arms.is_enabled(i)));
+        self.order.fill_kept(arms.count(), |i| arms.is_enabled(i));
         self.biased = biased;
         self.order.len() > 0
     }
@@ -416,6 +434,7 @@ impl Choice {
         }
     }
 
+    #[inline]
     pub(crate) fn is_waiting(&self) -> bool {
         self.waiting
     }
