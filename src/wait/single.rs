@@ -69,7 +69,9 @@ pin_project! {
 }
 
 /// Records, for dumps and deadlock detection, what the owner of `waker` now waits on.
-fn record_wait(waker: &Waker, op: &dyn Operation) {
+/// Inline and on the concrete operation: every wait that blocks records one.
+#[inline]
+fn record_wait<O: Operation>(waker: &Waker, op: &O) {
     crate::wait::record::record(waker, op.describe(), op.is_foreign());
 }
 
