@@ -158,14 +158,7 @@ impl Local {
             Schedule::Yield => self.queue.push(entry),
             Schedule::Wake | Schedule::Spawn if self.polling.get() => {
                 if let Some(previous) = self.handoff.replace(Some(entry)) {
-                    let full = {
-                        let mut displaced = self.displaced.borrow_mut();
-                        displaced.push(previous);
-                        displaced.len() >= DISPLACED_BATCH
-                    };
-                    if full {
-                        self.publish_displaced();
-                    }
+                    self.displace(previous);
                 }
             }
             Schedule::Wake | Schedule::Spawn => {
@@ -234,13 +227,33 @@ impl Local {
         self.publish_displaced();
     }
 
+    /// Holds back `entry`, pushed out of the handoff slot by the poll in progress
+    /// (module docs); publishes the batch once it is full.
+    #[inline(never)]
+    fn displace(&self, entry: Notified) {
+        let full = {
+            let mut displaced = self.displaced.borrow_mut();
+            displaced.push(entry);
+            displaced.len() >= DISPLACED_BATCH
+        };
+        if full {
+            self.publish_displaced_now();
+        }
+    }
+
     /// Moves the processes pushed out of the handoff slot to the back of the queue, in
     /// the order they were pushed out, where idle workers may take them.
+    #[inline]
     fn publish_displaced(&self) {
-        let mut displaced = self.displaced.borrow_mut();
-        if displaced.is_empty() {
-            return;
+        // Most polls push nobody out of the slot: a test, inline.
+        if !self.displaced.borrow().is_empty() {
+            self.publish_displaced_now();
         }
+    }
+
+    #[inline(never)]
+    fn publish_displaced_now(&self) {
+        let mut displaced = self.displaced.borrow_mut();
         for entry in displaced.drain(..) {
             self.queue.push(entry);
         }
