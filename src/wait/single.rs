@@ -37,32 +37,45 @@ pin_project! {
 
     impl<O: Operation> PinnedDrop for Single<O> {
         fn drop(this: Pin<&mut Self>) {
-            let this = this.project();
-            let op = this.op.as_ref().get_ref();
-            let claim = this.claim.into_ref().get_ref();
-            match *this.stage {
-                Stage::Start | Stage::Taken => {}
-                Stage::Done => op.abandon(),
-                Stage::Waiting => {
-                    if claim.seen() == Seen::Pending {
-                        let held = Held::lock(op);
-                        match claim.cancel() {
-                            Ok(owner) => {
-                                // SAFETY: the lock is held; the entry is unlinked before
-                                // the op's memory goes.
-                                unsafe { op.unregister() };
-                                drop(held);
-                                drop(owner);
-                                return;
-                            }
-                            // Fired while we waited for the lock.
-                            Err(_) => drop(held),
+            // Most futures drop completed and read (or never polled): a test, inline.
+            if matches!(this.stage, Stage::Start | Stage::Taken) {
+                return;
+            }
+            this.drop_unfinished();
+        }
+    }
+}
+
+impl<O: Operation> Single<O> {
+    /// The drop of a future that waited or completed without being read: unlinks its
+    /// entry, or gives back what its operation took.
+    #[inline(never)]
+    fn drop_unfinished(self: Pin<&mut Self>) {
+        let this = self.project();
+        let op = this.op.as_ref().get_ref();
+        let claim = this.claim.into_ref().get_ref();
+        match *this.stage {
+            Stage::Start | Stage::Taken => {}
+            Stage::Done => op.abandon(),
+            Stage::Waiting => {
+                if claim.seen() == Seen::Pending {
+                    let held = Held::lock(op);
+                    match claim.cancel() {
+                        Ok(owner) => {
+                            // SAFETY: the lock is held; the entry is unlinked before
+                            // the op's memory goes.
+                            unsafe { op.unregister() };
+                            drop(held);
+                            drop(owner);
+                            return;
                         }
+                        // Fired while we waited for the lock.
+                        Err(_) => drop(held),
                     }
-                    // SAFETY: the claim fired this (only) arm.
-                    unsafe { op.take_fired() };
-                    op.abandon();
                 }
+                // SAFETY: the claim fired this (only) arm.
+                unsafe { op.take_fired() };
+                op.abandon();
             }
         }
     }
