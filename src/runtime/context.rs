@@ -14,9 +14,6 @@ struct Context {
     worker: Cell<Option<NonNull<Local>>>,
     /// Set inside `block_on` and on blocking-pool threads.
     entered: RefCell<Option<Handle>>,
-    /// Set while csp polls a `block_on` future (or a blocking call's) on this thread: the
-    /// id of the runtime it belongs to (0: none).
-    polling: Cell<Option<u64>>,
 }
 
 impl Context {
@@ -24,30 +21,28 @@ impl Context {
         Context {
             worker: Cell::new(None),
             entered: RefCell::new(None),
-            polling: Cell::new(None),
-        }
-    }
-
-    /// The id of the runtime whose process or `block_on` future this thread polls now
-    /// (`Some(0)`: a future no runtime counts as its own).
-    fn polling_runtime(&self) -> Option<u64> {
-        // SAFETY: as in `with_worker`.
-        match self.worker.get().map(|ptr| unsafe { ptr.as_ref() }) {
-            Some(local) if local.is_polling() => Some(local.shared().id()),
-            _ => self.polling.get(),
         }
     }
 }
 
+/// [`POLLING`]'s value while csp polls nothing on this thread.
+const NOT_POLLING: u64 = u64::MAX;
+
 #[cfg(not(loom))]
 std::thread_local! {
     static CONTEXT: Context = const { Context::new() };
+    /// While csp polls a process or a `block_on` future (or a blocking call's) on this
+    /// thread, the id of the runtime it belongs to (0: none); else [`NOT_POLLING`]. A
+    /// thread-local of its own with nothing to drop, so that reading it, as every
+    /// channel operation does (`chan/home.rs`), is one load.
+    static POLLING: Cell<u64> = const { Cell::new(NOT_POLLING) };
 }
 
 // loom's `thread_local!` has no `const` form.
 #[cfg(loom)]
 crate::loom::thread_local! {
     static CONTEXT: Context = Context::new();
+    static POLLING: Cell<u64> = Cell::new(NOT_POLLING);
 }
 
 /// Calls `f` with the worker running on this thread, if any.
@@ -72,8 +67,8 @@ pub(crate) fn current_handle() -> Option<Handle> {
 
 /// True while csp polls a process or a `block_on` future on this thread.
 pub(crate) fn is_polling() -> bool {
-    CONTEXT
-        .try_with(|cx| cx.polling_runtime().is_some())
+    POLLING
+        .try_with(|polling| polling.get() != NOT_POLLING)
         .unwrap_or(false)
 }
 
@@ -81,9 +76,10 @@ pub(crate) fn is_polling() -> bool {
 /// when it polls none (a plain thread, another executor, a blocking-pool closure).
 #[inline]
 pub(crate) fn polling_runtime() -> u64 {
-    CONTEXT
-        .try_with(|cx| cx.polling_runtime().unwrap_or(0))
-        .unwrap_or(0)
+    match POLLING.try_with(Cell::get) {
+        Ok(NOT_POLLING) | Err(_) => 0,
+        Ok(runtime) => runtime,
+    }
 }
 
 /// Panics with advice if csp is polling on this thread: blocking it would stall every
@@ -133,20 +129,23 @@ impl Drop for EnterGuard {
     }
 }
 
-/// Marks csp as polling on this thread while the guard lives: the `block_on` future of
-/// runtime `runtime` (an id), or with 0, a future no runtime counts as its own (a
-/// `send_blocking`).
+/// Marks csp as polling on this thread while the guard lives: a process or the
+/// `block_on` future of runtime `runtime` (an id), or with 0, a future no runtime counts
+/// as its own (a `send_blocking`).
 pub(crate) struct PollingGuard {
-    previous: Option<u64>,
+    previous: u64,
 }
 
+#[inline]
 pub(crate) fn polling(runtime: u64) -> PollingGuard {
-    let previous = CONTEXT.with(|cx| cx.polling.replace(Some(runtime)));
+    debug_assert_ne!(runtime, NOT_POLLING);
+    let previous = POLLING.with(|polling| polling.replace(runtime));
     PollingGuard { previous }
 }
 
 impl Drop for PollingGuard {
+    #[inline]
     fn drop(&mut self) {
-        let _ = CONTEXT.try_with(|cx| cx.polling.set(self.previous));
+        let _ = POLLING.try_with(|polling| polling.set(self.previous));
     }
 }

@@ -142,10 +142,6 @@ impl Local {
         std::ptr::eq(&*self.shared, shared)
     }
 
-    pub(crate) fn is_polling(&self) -> bool {
-        self.polling.get()
-    }
-
     pub(crate) fn counters(&self) -> &WorkerCounters {
         self.shared.counters(self.index)
     }
@@ -222,7 +218,10 @@ impl Local {
         }
         bump(&self.counters().polls);
         self.polling.set(true);
-        entry.run();
+        {
+            let _polling = context::polling(self.shared.id());
+            entry.run();
+        }
         self.polling.set(false);
         self.publish_displaced();
     }
