@@ -61,7 +61,11 @@ fn alt_is_fair_among_the_ready_arms_when_some_are_not() {
                 wins[i] += 1;
                 chans[i].0.try_send(0).unwrap(); // keep arms 1 and 3 ready
             }
-            assert_eq!((wins[0], wins[2]), (0, 0), "unready arms never fire: {wins:?}");
+            assert_eq!(
+                (wins[0], wins[2]),
+                (0, 0),
+                "unready arms never fire: {wins:?}"
+            );
             // 10,000 fair coin flips: 5,000 give or take 50 (one standard deviation).
             for arm in [1, 3] {
                 assert!((4_700..=5_300).contains(&wins[arm]), "{wins:?}");
