@@ -243,11 +243,8 @@ impl Plan {
         let n = order.len();
         let mut fired = None;
         for k in 0..n {
-            let j = k + random.below(n - k);
-            let i = order[j];
-            order[j] = order[k];
-            order[k] = i;
-            let i = i as usize;
+            order.swap(k, k + random.below(n - k));
+            let i = order[k] as usize;
             if Self::try_arm(arms, i, claim, wakes) {
                 fired = Some(i);
                 break;

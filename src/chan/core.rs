@@ -212,7 +212,7 @@ impl<T> State<T> {
         let send = self.closed
             || self.receivers.front().is_some()
             || cap.is_none_or(|cap| self.buffer.len() < cap);
-        u8::from(recv) * RECV_READY | u8::from(send) * SEND_READY | READINESS_KEPT
+        (u8::from(recv) * RECV_READY) | (u8::from(send) * SEND_READY) | READINESS_KEPT
     }
 
     /// A value became available to receivers: every `poll_recv` reader comes to look.
