@@ -247,6 +247,36 @@ fn a_spawn_burst_completes_under_stealing() {
     });
 }
 
+/// An idle worker leaves freshly queued processes to their owner for a moment, but no
+/// longer: two processes that each spin until the other has started need a worker each,
+/// so the second must be stolen from the queue of the worker busy with the first (a
+/// thief that never found the queue old enough would leave them spinning forever).
+#[test]
+fn processes_queued_behind_a_long_poll_are_stolen() {
+    bounded(30, || {
+        let rt = runtime(2, "long-poll");
+        let steals_before = rt.metrics().steals;
+        let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let spinner = |started: Arc<std::sync::atomic::AtomicUsize>| async move {
+            started.fetch_add(1, Ordering::SeqCst);
+            // Never yields: only another worker can start the other spinner.
+            while started.load(Ordering::SeqCst) < 2 {
+                std::hint::spin_loop();
+            }
+            thread_name()
+        };
+        let (a, b) = rt
+            .block_on(rt.spawn(async move {
+                let a = csp::spawn(spinner(started.clone()));
+                let b = csp::spawn(spinner(started));
+                (a.await.unwrap(), b.await.unwrap())
+            }))
+            .unwrap();
+        assert_ne!(a, b, "the two spinners ran on one worker thread");
+        assert!(rt.metrics().steals > steals_before);
+    });
+}
+
 #[test]
 fn join_handles_across_runtimes() {
     bounded(20, || {

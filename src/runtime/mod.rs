@@ -34,6 +34,7 @@ mod metrics;
 #[cfg(all(test, loom))]
 mod process_loom_models;
 pub(crate) mod queue;
+mod queue_age;
 mod registry;
 #[allow(clippy::module_inception)] // the file is named after the concept it holds
 mod runtime;

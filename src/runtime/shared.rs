@@ -15,6 +15,7 @@ use crate::runtime::idle::Idle;
 use crate::runtime::latch::Latch;
 use crate::runtime::metrics::{self, Metrics, WorkerCounters, bump};
 use crate::runtime::queue::{Injector, LocalQueue, Steal, Stealer};
+use crate::runtime::queue_age::QueueAges;
 use crate::runtime::registry::Registry;
 use crate::runtime::timer::Timers;
 use crate::runtime::{Handle, ProcessInfo, ProcessState, context};
@@ -27,6 +28,8 @@ pub(crate) struct Shared {
     id: u64,
     injector: Injector,
     stealers: Box<[Stealer]>,
+    /// How long each worker's queue has held work (thieves wait a grace).
+    queue_ages: QueueAges,
     counters: Box<[CachePadded<WorkerCounters>]>,
     /// Spawns from outside this runtime's workers.
     remote_spawned: AtomicU64,
@@ -80,6 +83,7 @@ impl Shared {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             injector: Injector::default(),
             stealers: stealers.into_boxed_slice(),
+            queue_ages: QueueAges::new(workers),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             remote_spawned: AtomicU64::new(0),
             idle: Idle::new(workers),
@@ -113,6 +117,10 @@ impl Shared {
 
     pub(crate) fn stealers(&self) -> &[Stealer] {
         &self.stealers
+    }
+
+    pub(crate) fn queue_ages(&self) -> &QueueAges {
+        &self.queue_ages
     }
 
     pub(crate) fn registry(&self) -> &Registry {

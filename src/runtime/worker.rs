@@ -15,7 +15,9 @@
 //! 5. processes woken by timers that came due (the wheel is also advanced at every
 //!    periodic injector check, so timers fire while every worker is busy);
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
-//!    spinning a few rounds, then yielding its thread, before it parks; the parking
+//!    spinning a few rounds, then yielding its thread, before it parks. A queue that
+//!    filled less than [`STEAL_GRACE`] ago is left to its owner (`queue_age.rs`), and
+//!    while one is, the searcher keeps looking rather than park; the parking
 //!    worker that sees the wheel's earliest deadline parks with a timeout to it. With
 //!    the `io` feature, a parked worker sleeps inside the I/O reactor and drives it
 //!    (`worker/park.rs`): a socket's waker puts its process on that worker's queue.
@@ -50,6 +52,8 @@ use crate::runtime::queue::{LocalQueue, Steal};
 use crate::runtime::timer::timers::ParkTimeout;
 use crate::runtime::{Handle, Shared, context};
 use crate::task::{Notified, Schedule};
+#[cfg(doc)]
+use crate::tuning::STEAL_GRACE;
 use crate::tuning::{
     DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS,
     SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS,
@@ -82,6 +86,16 @@ pub(crate) struct Local {
     rng: Cell<u64>,
     /// How this worker sleeps when it parks (`park.rs`).
     sleep: park::Sleep,
+}
+
+/// What one look at the other workers' queues found.
+enum Found {
+    /// A process to run (and maybe more, moved into this worker's queue).
+    Process(Notified),
+    /// Work, but only in queues that filled within the grace: look again soon.
+    Fresh,
+    /// No work anywhere.
+    Nothing,
 }
 
 /// What the worker loop does after a round of `Local::step`.
@@ -151,14 +165,14 @@ impl Local {
         match how {
             // To the back of the queue, never the slot; no wake-up of another worker, as
             // this one is busy with exactly this work.
-            Schedule::Yield => self.queue.push(entry),
+            Schedule::Yield => self.enqueue(entry),
             Schedule::Wake | Schedule::Spawn if self.polling.get() => {
                 if let Some(previous) = self.handoff.replace(Some(entry)) {
                     self.displace(previous);
                 }
             }
             Schedule::Wake | Schedule::Spawn => {
-                self.queue.push(entry);
+                self.enqueue(entry);
                 // A socket's waker run by the reactor this worker sleeps in: the worker
                 // wakes up for it itself (`park.rs`).
                 if !self.sleep.woke_self() {
@@ -254,7 +268,7 @@ impl Local {
     fn publish_displaced_now(&self) {
         let mut displaced = self.displaced.borrow_mut();
         for entry in displaced.drain(..) {
-            self.queue.push(entry);
+            self.enqueue(entry);
         }
         drop(displaced);
         self.shared.idle().notify_work();
@@ -283,14 +297,30 @@ impl Local {
                 bump(&self.counters().handoffs);
                 return Some(entry);
             }
-            self.queue.push(entry);
+            self.enqueue(entry);
             self.shared.idle().notify_work();
         }
         self.handoff_streak.set(0);
-        self.queue.pop().or_else(|| self.pop_injector())
+        if let Some(entry) = self.queue.pop() {
+            if self.queue.is_empty() {
+                self.shared.queue_ages().emptied(self.index);
+            }
+            return Some(entry);
+        }
+        self.pop_injector()
+    }
+
+    /// Puts `entry` at the back of this worker's queue, noting when the queue fills.
+    #[inline]
+    fn enqueue(&self, entry: Notified) {
+        if self.queue.is_empty() {
+            self.shared.queue_ages().filled(self.index);
+        }
+        self.queue.push(entry);
     }
 
     fn pop_injector(&self) -> Option<Notified> {
+        let was_empty = self.queue.is_empty();
         loop {
             match self
                 .shared
@@ -299,6 +329,9 @@ impl Local {
             {
                 Steal::Success(entry) => {
                     if !self.queue.is_empty() {
+                        if was_empty {
+                            self.shared.queue_ages().filled(self.index);
+                        }
                         // A batch came with it: let a sleeping worker help.
                         self.shared.idle().notify_work();
                     }
@@ -318,9 +351,14 @@ impl Local {
             }
             self.searching.set(true);
         }
-        for round in 0..SEARCH_ROUNDS {
-            if let Some(entry) = self.steal() {
-                return Some(entry);
+        let mut round = 0;
+        while round < SEARCH_ROUNDS {
+            match self.steal() {
+                Found::Process(entry) => return Some(entry),
+                // Work its owner is about to run, or that will soon be old enough to
+                // take: keep looking, yielding between looks, rather than park.
+                Found::Fresh => round = round.max(TIGHT_SPIN_ROUNDS),
+                Found::Nothing => round += 1,
             }
             if round < TIGHT_SPIN_ROUNDS {
                 for _ in 0..1 << round {
@@ -333,30 +371,42 @@ impl Local {
         None
     }
 
-    fn steal(&self) -> Option<Notified> {
+    /// One look for work: the injector, then half of the first ripe queue from a random
+    /// victim on.
+    fn steal(&self) -> Found {
         if let Some(entry) = self.pop_injector() {
-            return Some(entry);
+            return Found::Process(entry);
         }
         let stealers = self.shared.stealers();
+        let ages = self.shared.queue_ages();
         let n = stealers.len();
         let start = self.next_random() as usize % n;
+        let mut now = None;
+        let mut found = Found::Nothing;
         for offset in 0..n {
             let victim = (start + offset) % n;
-            if victim == self.index {
+            if victim == self.index || stealers[victim].is_empty() {
+                continue;
+            }
+            if !ages.is_ripe(victim, *now.get_or_insert_with(|| ages.now())) {
+                found = Found::Fresh;
                 continue;
             }
             loop {
                 match stealers[victim].steal_half_and_pop(&self.queue) {
                     Steal::Success(entry) => {
                         bump(&self.counters().steals);
-                        return Some(entry);
+                        if !self.queue.is_empty() {
+                            ages.filled(self.index);
+                        }
+                        return Found::Process(entry);
                     }
                     Steal::Empty => break,
                     Steal::Retry => spin_loop(),
                 }
             }
         }
-        None
+        found
     }
 
     /// Parks until notified or the wheel's next deadline (the loom models' way in; the

@@ -12,7 +12,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use super::Local;
+use super::{Found, Local};
 use crate::runtime::Shared;
 
 /// Completes on its first poll, counting polls in its own slot of `polls`.
@@ -58,7 +58,7 @@ fn loom_run_queue_conservation() {
         let thief = {
             let local = Local::new(shared.clone(), 1, queues.pop().unwrap());
             thread::spawn(move || {
-                if let Some(entry) = local.steal() {
+                if let Found::Process(entry) = local.steal() {
                     local.run_task(entry);
                 }
                 drain(&local);
