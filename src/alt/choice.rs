@@ -140,6 +140,7 @@ pub(crate) struct Plan {
 impl Plan {
     /// Plans a choice over the enabled arms of `arms`; false if none is enabled. A fair
     /// plan is shuffled as its quick pass goes ([`try_each`](Self::try_each)).
+    #[inline]
     pub(crate) fn prepare<A: ArmSet + ?Sized>(&mut self, arms: &A, biased: bool) -> bool {
         self.order.fill_kept(arms.count(), |i| arms.is_enabled(i));
         self.biased = biased;
@@ -450,6 +451,7 @@ impl Choice {
     /// # Safety
     /// `self` stays pinned, and `arms` and `plan` unchanged, until this returns `Ready`
     /// or [`cancel`](Self::cancel) is called.
+    #[inline]
     unsafe fn poll<A: ArmSet + ?Sized>(
         &mut self,
         arms: &A,
@@ -481,6 +483,7 @@ impl Choice {
     ///
     /// # Safety
     /// As [`poll`](Self::poll); `deadline` stays pinned too.
+    #[inline]
     pub(crate) unsafe fn poll_until<A: ArmSet + ?Sized, D: Timeout>(
         &mut self,
         arms: &A,
