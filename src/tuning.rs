@@ -24,9 +24,10 @@ pub(crate) const DISPLACED_BATCH: usize = 32;
 /// stealing from it (`runtime/queue_age.rs`). Measured on the bench machine (2 workers,
 /// `vs_tokio`, alternating runs): fan_in went from 0.70-0.78 of tokio's time to
 /// 0.36-0.39 at 50 µs (0.19 at 200 µs), with select4, skynet, yield_many and timers
-/// unchanged; 50 µs delays the first steal of parallel work by about the cost of one
-/// parked worker's wake-up, where 200 µs would delay it four times as long. (Go leaves
-/// a goroutine just made ready to its processor for a few µs before stealing it.)
+/// unchanged within the noise. 50 µs is short next to parallel work worth spreading
+/// (processes that run for milliseconds wait one grace), and long next to a batch of
+/// short polls; 200 µs would hold such work back four times as long. (Go leaves a
+/// goroutine just made ready to its processor for a few µs before stealing it.)
 pub(crate) const STEAL_GRACE: Duration = Duration::from_micros(50);
 
 /// A worker looks at the global injector first every this many scheduling ticks, even

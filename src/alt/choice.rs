@@ -4,11 +4,11 @@
 //! A poll of an idle choice tries the arms in the plan's order (uniformly random for a
 //! fair choice, written order for a biased one), each under its own channel's lock; the
 //! first that can complete fires. An arm whose channel's readiness (a lock-free hint,
-//! `chan/core.rs`) says it would fail is skipped without taking its lock. If none can, it locks the distinct channels of its
-//! enabled arms in address order, tries them all once more, and registers every arm
-//! under those locks, so no counterpart sees half a registration and none slips in
-//! between the last try and the registration; then it waits for a counterpart to claim
-//! the flag for one arm. The poll after that claim
+//! `chan/core.rs`) says it would fail is skipped without taking its lock. If none can
+//! complete, it locks the distinct channels of its enabled arms in address order, tries
+//! them all once more, and registers every arm under those locks, so no counterpart sees
+//! half a registration and none slips in between the last try and the registration;
+//! then it waits for a counterpart to claim the flag for one arm. The poll after that claim
 //! unlinks the other arms' entries and takes the fired arm's outcome. Dropping a waiting
 //! choice cancels the flag under all its locks: either nobody claimed it (and nobody can
 //! now), or one arm fired and only that arm's operation took effect (a received value

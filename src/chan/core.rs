@@ -11,15 +11,15 @@
 //! section in [`Wakes`] and woken after unlocking, and values to drop are dropped after
 //! unlocking by whoever holds them.
 //!
-//! A channel that is an arm of a choice publishes its *readiness* at every unlock:
+//! A channel a choice has looked at publishes its *readiness* at every unlock:
 //! whether a receive, and a send, would complete now. A choice's quick pass reads it
 //! without the lock and skips an arm that would only fail, instead of taking a lock
 //! (often one a counterpart on another core is using) to find that out. It is a hint and
 //! nothing relies on more: the pass that registers a choice tries every arm under its
 //! lock. It is never stale for a reader ordered after an operation (a thread that saw a
 //! send complete sees the receive ready), since the operation stored it before its
-//! unlock. The first arm built on a channel turns the bookkeeping on, under the lock, so
-//! every later unlock sees it on; channels never chosen among skip it.
+//! unlock. A choice's first look at a channel turns the bookkeeping on, under the lock,
+//! so every later unlock sees it on; channels never chosen among skip it.
 
 use std::collections::VecDeque;
 use std::ptr::NonNull;
@@ -49,8 +49,8 @@ pub(crate) struct State<T> {
     /// value, so one that stops polling hides nothing from the others.
     readers: WaitList<()>,
     closed: bool,
-    /// Unlocks publish the readiness (module docs): an arm of a choice was built on
-    /// the channel. Only ever turns on.
+    /// Unlocks publish the readiness (module docs): a choice has looked at the
+    /// channel. Only ever turns on.
     keeps_readiness: bool,
     /// Run once the last receiver is gone (after the close): how an `after`/`tick`
     /// channel unlinks its timer.
