@@ -49,9 +49,6 @@ pub(crate) struct State<T> {
     /// value, so one that stops polling hides nothing from the others.
     readers: WaitList<()>,
     closed: bool,
-    /// Unlocks publish the readiness (module docs): a choice has looked at the
-    /// channel. Only ever turns on.
-    keeps_readiness: bool,
     /// Run once the last receiver is gone (after the close): how an `after`/`tick`
     /// channel unlinks its timer.
     on_receivers_gone: Option<Box<dyn FnOnce() + Send>>,
@@ -71,7 +68,8 @@ pub(crate) struct Chan<T> {
     /// Mirrors `State::closed`, for lock-free reads.
     closed: AtomicBool,
     /// [`RECV_READY`] and [`SEND_READY`], as the last unlock left the state, with
-    /// [`READINESS_KEPT`] once unlocks keep them (module docs).
+    /// [`READINESS_KEPT`] once unlocks keep them (module docs). The kept bit is only
+    /// ever set, and only under the lock.
     readiness: AtomicU8,
     /// The runtime it belongs to, or foreign (deadlock detection).
     home: Home,
@@ -368,7 +366,6 @@ impl<T> Chan<T> {
             watchers: WaitList::default(),
             readers: WaitList::default(),
             closed: false,
-            keeps_readiness: false,
             on_receivers_gone: None,
         };
         Chan {
@@ -403,8 +400,16 @@ impl<T> Chan<T> {
         self.lock.try_lock().then_some(Locked { chan: self })
     }
 
-    pub(crate) fn raw_lock(&self) -> &RawLock {
-        &self.lock
+    /// Locks the channel without a guard (a choice holding several locks at once):
+    /// release it with [`unlock`](Self::unlock).
+    pub(crate) fn lock_unguarded(&self) {
+        self.lock.lock();
+    }
+
+    /// The address of the channel's lock: a choice over several channels locks them in
+    /// this order.
+    pub(crate) fn lock_address(&self) -> usize {
+        std::ptr::from_ref(&self.lock) as usize
     }
 
     /// Publishes the readiness of the state if the channel keeps it (module docs), then
@@ -414,14 +419,14 @@ impl<T> Chan<T> {
     /// The caller holds the lock, and no reference to the state.
     #[inline]
     pub(crate) unsafe fn unlock(&self) {
-        // SAFETY: per the caller.
-        let state = unsafe { self.state_mut() };
-        if state.keeps_readiness {
+        // Relaxed: the kept bit is set under the lock we hold, so it is seen here.
+        if self.readiness.load(Ordering::Relaxed) & READINESS_KEPT != 0 {
+            // SAFETY: per the caller.
+            let readiness = unsafe { self.state_mut() }.readiness(self.cap);
             // Relaxed: a hint, read without the lock. A reader ordered after this
             // critical section reads this store or a later one (coherence); the unlock's
             // Release orders it before the next holder's.
-            self.readiness
-                .store(state.readiness(self.cap), Ordering::Relaxed);
+            self.readiness.store(readiness, Ordering::Relaxed);
         }
         // SAFETY: per the caller.
         unsafe { self.lock.unlock() }
@@ -457,10 +462,13 @@ impl<T> Chan<T> {
     /// unlock sees it on (and this one publishes the first).
     #[cold]
     fn keep_readiness(&self) {
-        self.lock().keeps_readiness = true;
+        let locked = self.lock();
+        // Relaxed: under the lock (see `unlock`); the unlock below fills in the rest.
+        self.readiness.store(READINESS_KEPT, Ordering::Relaxed);
+        drop(locked);
     }
 
-    /// The state, under a lock taken through [`raw_lock`](Self::raw_lock).
+    /// The state, under a lock taken through [`lock_unguarded`](Self::lock_unguarded).
     ///
     /// # Safety
     /// The caller holds the lock and makes no other reference to the state meanwhile.

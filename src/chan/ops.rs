@@ -251,11 +251,11 @@ impl<T> Outcome for ClosedOp<'_, T> {
 macro_rules! channel_lock {
     () => {
         fn lock_addr(&self) -> usize {
-            std::ptr::from_ref(self.chan.raw_lock()) as usize
+            self.chan.lock_address()
         }
 
         fn lock(&self) {
-            self.chan.raw_lock().lock()
+            self.chan.lock_unguarded()
         }
 
         unsafe fn unlock(&self) {
