@@ -65,7 +65,9 @@ pub(crate) fn current_handle() -> Option<Handle> {
         .flatten()
 }
 
-/// True while csp polls a process or a `block_on` future on this thread.
+/// True while csp polls a process or a `block_on` future on this thread (on a worker:
+/// while it runs a process, when the processes it wakes go to its handoff slot).
+#[inline]
 pub(crate) fn is_polling() -> bool {
     POLLING
         .try_with(|polling| polling.get() != NOT_POLLING)

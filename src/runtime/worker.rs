@@ -16,7 +16,7 @@
 //!    periodic injector check, so timers fire while every worker is busy);
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
 //!    spinning a few rounds, then yielding its thread, before it parks. A queue that
-//!    filled less than [`STEAL_GRACE`] ago is left to its owner (`queue_age.rs`), and
+//!    filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its owner (`queue_age.rs`), and
 //!    while one is, the searcher keeps looking rather than park. The parking worker
 //!    that sees the wheel's earliest deadline parks with a timeout to it. With the `io`
 //!    feature, a parked worker sleeps inside the I/O reactor and drives it
@@ -52,8 +52,6 @@ use crate::runtime::queue::{LocalQueue, Steal};
 use crate::runtime::timer::timers::ParkTimeout;
 use crate::runtime::{Handle, Shared, context};
 use crate::task::{Notified, Schedule};
-#[cfg(doc)]
-use crate::tuning::STEAL_GRACE;
 use crate::tuning::{
     DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS,
     SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS,
@@ -80,8 +78,6 @@ pub(crate) struct Local {
     tick: Cell<u32>,
     /// This worker counts in `Idle`'s searching count.
     searching: Cell<bool>,
-    /// This worker is inside a process's `poll`.
-    polling: Cell<bool>,
     /// xorshift state for picking steal victims.
     rng: Cell<u64>,
     /// How this worker sleeps when it parks (`park.rs`).
@@ -134,7 +130,6 @@ impl Local {
             displaced: RefCell::new(Vec::with_capacity(DISPLACED_BATCH)),
             tick: Cell::new(0),
             searching: Cell::new(false),
-            polling: Cell::new(false),
             // Any odd, index-dependent seed: victims need only differ between workers.
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (((index as u64) << 1) | 1)),
             sleep: park::Sleep::new(),
@@ -166,7 +161,7 @@ impl Local {
             // To the back of the queue, never the slot; no wake-up of another worker, as
             // this one is busy with exactly this work.
             Schedule::Yield => self.enqueue(entry),
-            Schedule::Wake | Schedule::Spawn if self.polling.get() => {
+            Schedule::Wake | Schedule::Spawn if context::is_polling() => {
                 if let Some(previous) = self.handoff.replace(Some(entry)) {
                     self.displace(previous);
                 }
@@ -231,12 +226,10 @@ impl Local {
             self.shared.idle().notify_work();
         }
         bump(&self.counters().polls);
-        self.polling.set(true);
         {
             let _polling = context::polling(self.shared.id());
             entry.run();
         }
-        self.polling.set(false);
         self.publish_displaced();
     }
 
