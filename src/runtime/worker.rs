@@ -16,11 +16,12 @@
 //!    periodic injector check, so timers fire while every worker is busy);
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
 //!    spinning a few rounds, then yielding its thread, before it parks. A queue that
-//!    filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its owner (`queue_age.rs`), and
-//!    while one is, the searcher keeps looking rather than park. The parking worker
-//!    that sees the wheel's earliest deadline parks with a timeout to it. With the `io`
-//!    feature, a parked worker sleeps inside the I/O reactor and drives it
-//!    (`worker/park.rs`): a socket's waker puts its process on that worker's queue.
+//!    filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its
+//!    owner (`queue_age.rs`), and while one is, the searcher keeps looking rather than
+//!    park. The parking worker that sees the wheel's earliest deadline parks with a
+//!    timeout to it. With the `io` feature, a parked worker sleeps inside the I/O
+//!    reactor and drives it (`worker/park.rs`): a socket's waker puts its process on
+//!    that worker's queue.
 //!
 //! The handoff slot is filled only while this worker polls a process, and is emptied by
 //! step 2 right after that poll returns, so it never holds a process while the worker
