@@ -23,6 +23,7 @@
 use std::fmt::Debug;
 use std::future::Future;
 
+use futures::FutureExt;
 use futures::channel::oneshot;
 
 /// Worker threads of every runtime under test. In both runtimes the thread that calls
@@ -147,23 +148,24 @@ pub trait RecvEnd<T: Send + 'static>: Send + 'static {
     fn recv(&mut self) -> impl Future<Output = Option<T>> + Send;
 }
 
+// Each runtime's own futures, adapted by `FutureExt::map` (a field, no state machine of
+// its own), so that the workloads time the channels rather than wrappers around them.
+
 impl<T: Send + 'static> SendEnd<T> for csp::Sender<T> {
-    async fn send(&self, value: T) -> Result<(), T> {
-        csp::Sender::send(self, value).await.map_err(|e| e.0)
+    fn send(&self, value: T) -> impl Future<Output = Result<(), T>> + Send {
+        csp::Sender::send(self, value).map(|sent| sent.map_err(|e| e.0))
     }
 }
 
 impl<T: Send + 'static> RecvEnd<T> for csp::Receiver<T> {
-    async fn recv(&mut self) -> Option<T> {
-        csp::Receiver::recv(self).await.ok()
+    fn recv(&mut self) -> impl Future<Output = Option<T>> + Send {
+        csp::Receiver::recv(self).map(Result::ok)
     }
 }
 
 impl<T: Send + 'static> SendEnd<T> for tokio::sync::mpsc::Sender<T> {
-    async fn send(&self, value: T) -> Result<(), T> {
-        tokio::sync::mpsc::Sender::send(self, value)
-            .await
-            .map_err(|e| e.0)
+    fn send(&self, value: T) -> impl Future<Output = Result<(), T>> + Send {
+        tokio::sync::mpsc::Sender::send(self, value).map(|sent| sent.map_err(|e| e.0))
     }
 }
 
