@@ -206,31 +206,25 @@ impl Wakes {
     /// it has put its own state right.
     #[inline]
     pub(crate) fn run_catching(self) -> Result<(), Panic> {
-        // Most operations wake nobody: that case costs one test, inline (an empty batch
-        // has nothing in `more` either).
-        if self.first.is_none() {
-            // Nothing to drop: `more` fills only after `first`, so it never allocated.
-            debug_assert_eq!(self.more.capacity(), 0);
-            std::mem::forget(self);
-            return Ok(());
-        }
-        self.wake_now()
-    }
-
-    /// `run_catching` of a batch that has someone to wake.
-    fn wake_now(self) -> Result<(), Panic> {
         let Wakes { first, more } = self;
+        // Most operations wake nobody, and most of the rest one process: both cases are
+        // decided inline, and `more` (empty, never allocated in both) needs no drop.
         match first {
-            // Most batches wake one process (csp's own code, which does not panic).
-            Some(Owner::Process(task)) if more.is_empty() => {
-                task.wake();
+            None => {
+                debug_assert_eq!(more.capacity(), 0);
+                std::mem::forget(more);
+                Ok(())
+            }
+            Some(Owner::Process(task)) if more.capacity() == 0 => {
+                std::mem::forget(more);
+                wake_process(task);
                 Ok(())
             }
             Some(first) => Wakes::wake_all(first, more),
-            None => Ok(()),
         }
     }
 
+    #[inline(never)]
     fn wake_all(first: Owner, more: Vec<Owner>) -> Result<(), Panic> {
         let mut panic = None;
         first.wake_catching(&mut panic);
@@ -242,6 +236,13 @@ impl Wakes {
             Some(panic) => Err(panic),
         }
     }
+}
+
+/// The wake of a batch's one process (csp's own code, which does not panic), out of
+/// line: the callers inline only the test that leads here.
+#[inline(never)]
+fn wake_process(task: TaskRef) {
+    task.wake();
 }
 
 /// What the owner finds when it looks at its flag without a lock.
