@@ -9,28 +9,19 @@ use std::ptr::NonNull;
 use crate::runtime::Handle;
 use crate::runtime::worker::Local;
 
-struct Context {
-    /// Set for the lifetime of a worker thread's loop.
-    worker: Cell<Option<NonNull<Local>>>,
-    /// Set inside `block_on` and on blocking-pool threads.
-    entered: RefCell<Option<Handle>>,
-}
-
-impl Context {
-    const fn new() -> Context {
-        Context {
-            worker: Cell::new(None),
-            entered: RefCell::new(None),
-        }
-    }
-}
+/// Set inside `block_on` and on blocking-pool threads.
+type Entered = RefCell<Option<Handle>>;
 
 /// [`POLLING`]'s value while csp polls nothing on this thread.
 const NOT_POLLING: u64 = u64::MAX;
 
 #[cfg(not(loom))]
 std::thread_local! {
-    static CONTEXT: Context = const { Context::new() };
+    static ENTERED: Entered = const { RefCell::new(None) };
+    /// The worker whose loop runs on this thread, for the loop's lifetime. Kept apart
+    /// from [`ENTERED`], which has a destructor, so that reading it (every wake does)
+    /// is one load.
+    static WORKER: Cell<Option<NonNull<Local>>> = const { Cell::new(None) };
     /// While csp polls a process or a `block_on` future (or a blocking call's) on this
     /// thread, the id of the runtime it belongs to (0: none); else [`NOT_POLLING`]. A
     /// thread-local of its own with nothing to drop, so that reading it, as every
@@ -41,14 +32,15 @@ std::thread_local! {
 // loom's `thread_local!` has no `const` form.
 #[cfg(loom)]
 crate::loom::thread_local! {
-    static CONTEXT: Context = Context::new();
+    static ENTERED: Entered = RefCell::new(None);
+    static WORKER: Cell<Option<NonNull<Local>>> = Cell::new(None);
     static POLLING: Cell<u64> = Cell::new(NOT_POLLING);
 }
 
 /// Calls `f` with the worker running on this thread, if any.
 #[inline]
 pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Local>) -> R) -> R {
-    let worker = CONTEXT.try_with(|cx| cx.worker.get()).ok().flatten();
+    let worker = WORKER.try_with(Cell::get).ok().flatten();
     // SAFETY: the pointer is set only while the worker's `Local` lives on this thread's
     // stack (see `WorkerGuard`), and `Local` is only used from this thread.
     f(worker.map(|ptr| unsafe { ptr.as_ref() }))
@@ -59,8 +51,8 @@ pub(crate) fn current_handle() -> Option<Handle> {
     if let Some(handle) = with_worker(|local| local.map(Local::handle)) {
         return Some(handle);
     }
-    CONTEXT
-        .try_with(|cx| cx.entered.borrow().clone())
+    ENTERED
+        .try_with(|entered| entered.borrow().clone())
         .ok()
         .flatten()
 }
@@ -103,14 +95,14 @@ impl WorkerGuard {
     /// # Safety
     /// `local` must outlive the guard and stay on this thread.
     pub(crate) unsafe fn new(local: &Local) -> WorkerGuard {
-        CONTEXT.with(|cx| cx.worker.set(Some(NonNull::from(local))));
+        WORKER.with(|worker| worker.set(Some(NonNull::from(local))));
         WorkerGuard(())
     }
 }
 
 impl Drop for WorkerGuard {
     fn drop(&mut self) {
-        let _ = CONTEXT.try_with(|cx| cx.worker.set(None));
+        let _ = WORKER.try_with(|worker| worker.set(None));
     }
 }
 
@@ -120,14 +112,14 @@ pub(crate) struct EnterGuard {
 }
 
 pub(crate) fn enter(handle: Handle) -> EnterGuard {
-    let previous = CONTEXT.with(|cx| cx.entered.replace(Some(handle)));
+    let previous = ENTERED.with(|entered| entered.replace(Some(handle)));
     EnterGuard { previous }
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         let previous = self.previous.take();
-        let _ = CONTEXT.try_with(|cx| cx.entered.replace(previous));
+        let _ = ENTERED.try_with(|entered| entered.replace(previous));
     }
 }
 
