@@ -273,12 +273,14 @@ impl State {
     }
 
     /// The current value.
+    #[inline]
     pub(crate) fn load(&self) -> Snapshot {
         Snapshot(self.word.load(Ordering::Acquire))
     }
 
     /// Applies `f` until the compare-exchange sticks; `f` returns the new value and an
     /// outcome, or `None` to leave the word as it is.
+    #[inline]
     fn update<T>(&self, mut f: impl FnMut(Snapshot) -> (Option<Snapshot>, T)) -> T {
         let mut current = self.load();
         loop {

@@ -15,6 +15,7 @@ fn epoch_of(runtime: u64) -> &'static AtomicU64 {
 }
 
 /// The foreign epoch of runtime `runtime` now.
+#[inline]
 pub(crate) fn foreign_epoch(runtime: u64) -> u64 {
     // SeqCst: pairs with the bump in `Home::mark`, so detection reading the epoch after
     // the wait words sees a bump that preceded them.

@@ -50,6 +50,7 @@ impl WaitOn {
     /// The wait word for this wait, recorded by a poll for runtime `runtime`; `foreign`
     /// if something outside the runtime may complete it (a channel used from outside,
     /// a process of another runtime).
+    #[inline]
     pub(crate) fn encode(self, foreign: bool, runtime: u64) -> u64 {
         let epoch = (crate::wait::epoch::foreign_epoch(runtime) & EPOCH_MASK) << EPOCH_SHIFT;
         let foreign = if foreign { FOREIGN } else { 0 };
