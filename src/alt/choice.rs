@@ -403,9 +403,9 @@ impl Timeout for Deadline {
     }
 }
 
-/// Records, for dumps and deadlock detection, that the owner of the poll (a process or a
-/// `block_on` future) waits on this choice.
-fn record_wait<A: ArmSet + ?Sized>(cx: &Context<'_>, arms: &A, plan: &Plan) {
+/// Records, for dumps and deadlock detection, that `owner` (a process or a `block_on`
+/// future; a foreign owner records nothing) waits on this choice.
+fn record_wait<A: ArmSet + ?Sized>(owner: &Owner, arms: &A, plan: &Plan) {
     let wait = WaitOn::Alt {
         channels: plan.channels() as u64,
     };
@@ -413,7 +413,7 @@ fn record_wait<A: ArmSet + ?Sized>(cx: &Context<'_>, arms: &A, plan: &Plan) {
         .locks
         .iter()
         .any(|i| Plan::enabled(arms, i).is_foreign());
-    crate::wait::record::record(cx.waker(), wait, foreign);
+    crate::wait::record::record_for(owner, wait, foreign);
 }
 
 /// The state of one choice in progress; must stay pinned while it waits (the arms'
@@ -463,8 +463,8 @@ impl Choice {
         }
         if self.claim.seen() == Seen::Pending {
             // Polled again while still waiting: record the wait again for dumps.
-            record_wait(cx, arms, plan);
             let fresh = Owner::from_waker(cx.waker());
+            record_wait(&fresh, arms, plan);
             let held = plan.lock(arms);
             if self.claim.seen() == Seen::Pending {
                 let old = self.claim.replace_owner(fresh);
@@ -534,7 +534,7 @@ impl Choice {
             run_wakes_then_drop(arms, fired, wakes, owner);
             return Poll::Ready(fired);
         }
-        record_wait(cx, arms, plan);
+        record_wait(&owner, arms, plan);
         self.claim.begin_wait(owner);
         let claim = NonNull::from(&self.claim);
         for i in plan.order.iter() {

@@ -17,6 +17,9 @@ use std::fmt;
 use std::task::Waker;
 
 use crate::loom::sync::atomic::Ordering;
+use crate::task::RawTask;
+use crate::wait::claim::Owner;
+use crate::wait::parker::Parker;
 
 /// A csp wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,15 +117,36 @@ impl fmt::Display for WaitOn {
 #[inline]
 pub(crate) fn record(waker: &Waker, wait: WaitOn, foreign: bool) {
     if let Some(process) = crate::task::waker::process_of(waker) {
-        let word = wait.encode(foreign, process.runtime_id());
-        let slot = &process.header().wait;
-        // Relaxed: see the module docs; only the polling thread writes the word while
-        // the poll runs.
-        slot.store(merge(slot.load(Ordering::Relaxed), word), Ordering::Relaxed);
+        record_process(process, wait, foreign);
     } else if let Some(main) = crate::wait::parker::parker_of(waker) {
-        let word = wait.encode(foreign, main.runtime());
-        main.record(merge(main.wait_word(), word));
+        record_main(main, wait, foreign);
     }
+}
+
+/// [`record`] for a caller that already has the owner behind its waker (a foreign
+/// owner records nothing), which saves looking it up twice.
+#[inline]
+pub(crate) fn record_for(owner: &Owner, wait: WaitOn, foreign: bool) {
+    match owner {
+        Owner::Process(task) => record_process(task.raw(), wait, foreign),
+        Owner::Main(main) => record_main(main, wait, foreign),
+        Owner::Foreign(_) => {}
+    }
+}
+
+#[inline]
+fn record_process(process: RawTask, wait: WaitOn, foreign: bool) {
+    let word = wait.encode(foreign, process.runtime_id());
+    let slot = &process.header().wait;
+    // Relaxed: see the module docs; only the polling thread writes the word while the
+    // poll runs.
+    slot.store(merge(slot.load(Ordering::Relaxed), word), Ordering::Relaxed);
+}
+
+#[inline]
+fn record_main(main: &Parker, wait: WaitOn, foreign: bool) {
+    let word = wait.encode(foreign, main.runtime());
+    main.record(merge(main.wait_word(), word));
 }
 
 /// Records that the owner of `waker` waits for process `process` of runtime `runtime`

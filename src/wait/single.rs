@@ -6,7 +6,7 @@
 
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 
@@ -81,11 +81,11 @@ impl<O: Operation> Single<O> {
     }
 }
 
-/// Records, for dumps and deadlock detection, what the owner of `waker` now waits on.
-/// Inline and on the concrete operation: every wait that blocks records one.
+/// Records, for dumps and deadlock detection, what `owner` now waits on. Inline and on
+/// the concrete operation: every wait that blocks records one.
 #[inline]
-fn record_wait<O: Operation>(waker: &Waker, op: &O) {
-    crate::wait::record::record(waker, op.describe(), op.is_foreign());
+fn record_wait<O: Operation>(owner: &Owner, op: &O) {
+    crate::wait::record::record_for(owner, op.describe(), op.is_foreign());
 }
 
 impl<O: Operation> Single<O> {
@@ -138,9 +138,12 @@ impl<O: Operation> Single<O> {
                     wakes.run();
                     return Poll::Ready(());
                 }
-                record_wait(cx.waker(), op);
                 let (owner, held) = match Owner::internal(cx.waker()) {
-                    Some(owner) => (owner, held),
+                    Some(owner) => {
+                        record_wait(&owner, op);
+                        (owner, held)
+                    }
+                    // A foreign owner records no wait.
                     None => {
                         // A foreign waker is cloned with the lock dropped: no foreign code
                         // runs under it. Then try again, as the channel may have changed.
@@ -178,8 +181,8 @@ impl<O: Operation> Single<O> {
                 if claim.seen() == Seen::Pending {
                     // Polled again while still waiting: the dump must still say on what
                     // (each poll of a process starts with a blank wait word).
-                    record_wait(cx.waker(), op);
                     let fresh = Owner::from_waker(cx.waker());
+                    record_wait(&fresh, op);
                     let held = Held::lock(op);
                     if claim.seen() == Seen::Pending {
                         let old = claim.replace_owner(fresh);
