@@ -118,6 +118,14 @@ impl<T> std::ops::DerefMut for Locked<'_, T> {
     }
 }
 
+/// Where a value sent now goes ([`State::room`]).
+pub(crate) enum Room<T> {
+    /// To this waiting receiver, claimed and unlinked.
+    Receiver(NonNull<Waiter<T>>),
+    /// To the back of the buffer.
+    Buffer,
+}
+
 /// Claims the first entry of `list` whose flag is not `own` and can be claimed, and
 /// unlinks it. Entries whose choice already fired elsewhere are skipped (their owner
 /// unlinks them).
@@ -182,20 +190,42 @@ impl<T> State<T> {
         own: Option<&Claim>,
         wakes: &mut Wakes,
     ) -> Result<(), T> {
-        // SAFETY: the lock is held.
+        match self.room(cap, own) {
+            Some(room) => {
+                self.put(room, value, wakes);
+                Ok(())
+            }
+            None => Err(value),
+        }
+    }
+
+    /// Where a value sent now would go, [`put`](Self::put) there next; `None` if a
+    /// sender must wait. A waiting receiver it names is already claimed and unlinked.
+    #[inline]
+    pub(crate) fn room(&mut self, cap: Option<usize>, own: Option<&Claim>) -> Option<Room<T>> {
+        // SAFETY: the lock is held (`State` is only reached through `Locked`).
         if let Some(receiver) = unsafe { claim_first(&mut self.receivers, own) } {
-            // SAFETY: claimed: the entry is ours to complete.
-            let waiter = unsafe { receiver.as_ref() };
-            unsafe { waiter.with_slot(|slot| *slot = Some(value)) };
-            wakes.push(waiter.claim().finish(waiter.arm()));
-            return Ok(());
+            return Some(Room::Receiver(receiver));
         }
-        if cap.is_none_or(|cap| self.buffer.len() < cap) {
-            self.buffer.push_back(value);
-            self.wake_readers(wakes);
-            return Ok(());
+        cap.is_none_or(|cap| self.buffer.len() < cap)
+            .then_some(Room::Buffer)
+    }
+
+    /// Puts `value` where [`room`](Self::room) said, under the same lock.
+    #[inline]
+    pub(crate) fn put(&mut self, room: Room<T>, value: T, wakes: &mut Wakes) {
+        match room {
+            Room::Receiver(receiver) => {
+                // SAFETY: claimed by `room`: the entry is ours to complete.
+                let waiter = unsafe { receiver.as_ref() };
+                unsafe { waiter.with_slot(|slot| *slot = Some(value)) };
+                wakes.push(waiter.claim().finish(waiter.arm()));
+            }
+            Room::Buffer => {
+                self.buffer.push_back(value);
+                self.wake_readers(wakes);
+            }
         }
-        Err(value)
     }
 
     /// Which operations would complete now, as [`RECV_READY`] and [`SEND_READY`] bits

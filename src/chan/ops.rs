@@ -345,24 +345,26 @@ impl<T> Operation for SendOp<'_, T> {
     unsafe fn try_now(&self, own: &Claim, wakes: &mut Wakes) -> bool {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_mut() };
+        // The value leaves the entry only once it has somewhere to go.
+        let room = if state.is_closed() {
+            None
+        } else {
+            match state.room(self.chan.cap(), Some(own)) {
+                Some(room) => Some(room),
+                None => return false,
+            }
+        };
         // SAFETY: the entry is not linked: its slot is the owner's.
         let value = unsafe { self.waiter.with_slot(Option::take) }
             .expect("csp: a send operation lost its value");
-        if state.is_closed() {
-            self.result.set(Err(SendError(value)));
-            return true;
-        }
-        match state.give(value, self.chan.cap(), Some(own), wakes) {
-            Ok(()) => {
+        match room {
+            Some(room) => {
+                state.put(room, value, wakes);
                 self.result.set(Ok(()));
-                true
             }
-            Err(value) => {
-                // SAFETY: as above.
-                unsafe { self.waiter.with_slot(|slot| *slot = Some(value)) };
-                false
-            }
+            None => self.result.set(Err(SendError(value))),
         }
+        true
     }
 
     unsafe fn take_fired(&self) {
