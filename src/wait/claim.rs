@@ -410,18 +410,20 @@ impl std::fmt::Debug for Claim {
 impl Drop for Claim {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: `&mut self`: nobody else can reach the flag.
-        let owner = self.owner.with_mut(|owner| unsafe { (*owner).take() });
-        // Most flags end with no owner left (a claimer or the cancel took it): a test.
-        if owner.is_some() {
-            drop_owner(owner);
+        // Most flags end with no owner left (a claimer or the cancel took it): a test,
+        // in place. SAFETY: `&mut self`: nobody else can reach the flag.
+        if self.owner.with(|owner| unsafe { (*owner).is_some() }) {
+            self.drop_owner();
         }
     }
 }
 
-/// The rare drop of an owner a flag still held, out of the way of the common one.
-#[cold]
-#[inline(never)]
-fn drop_owner(owner: Option<Owner>) {
-    drop(owner);
+impl Claim {
+    /// The rare drop of an owner a flag still held, out of the way of the common one.
+    #[cold]
+    #[inline(never)]
+    fn drop_owner(&mut self) {
+        // SAFETY: as in `drop`.
+        drop(self.owner.with_mut(|owner| unsafe { (*owner).take() }));
+    }
 }
