@@ -375,6 +375,7 @@ pub mod net {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::alt::macro_support::*;
+    pub use crate::alt::{quick_pass, quick_recv};
     pub use crate::par::macro_support::*;
 }
 pub use chan::{

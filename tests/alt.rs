@@ -122,6 +122,36 @@ fn a_false_guard_disables_its_arm_and_skips_the_send_value() {
     });
 }
 
+/// An alt of receives only runs its quick pass on the receivers before building any arm:
+/// a false guard keeps a ready receive out of it too, whether another arm or the
+/// default then fires.
+#[test]
+fn a_false_guard_disables_a_ready_receive_in_an_alt_of_receives() {
+    bounded(10, || {
+        csp::block_on(async {
+            let (tx0, rx0) = csp::bounded::<u8>(1);
+            let (tx1, rx1) = csp::bounded::<u8>(1);
+            tx0.try_send(0).unwrap();
+            let ready = false;
+            for _ in 0..100 {
+                tx1.try_send(1).unwrap();
+                let v = csp::alt! {
+                    recv(rx0) -> v if ready => v.unwrap(),
+                    recv(rx1) -> v => v.unwrap(),
+                };
+                assert_eq!(v, 1, "only the enabled arm fires");
+                let v = csp::alt! {
+                    recv(rx0) -> v if ready => v.unwrap(),
+                    default => 42,
+                };
+                assert_eq!(v, 42, "a disabled arm leaves the default to fire");
+            }
+            assert_eq!(rx0.try_recv(), Ok(0), "the disabled arm took nothing");
+            drop(tx0);
+        });
+    });
+}
+
 #[test]
 fn default_runs_only_when_nothing_is_ready() {
     bounded(10, || {

@@ -1,5 +1,6 @@
 //! `alt!` and `prialt!`: parsing into [`Alt`], then the expansion onto
-//! `csp::__private` (typed arms kept as locals, and a future choosing among them).
+//! `csp::__private` (typed arms kept as locals, and a future choosing among them; an
+//! alt of receives first tries them straight on the receivers).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -209,7 +210,17 @@ impl Alt {
         // Names only the expansion sees.
         let name =
             |what: &str, i: usize| format_ident!("__csp_{}_{}", what, i, span = Span::mixed_site());
+        // An alt whose channel arms are all receives first runs their quick pass on the
+        // receivers themselves, and builds its arms only if none is ready (`alt/quick.rs`).
+        let quick = self
+            .arms
+            .iter()
+            .all(|arm| matches!(arm.op, Op::Recv { .. } | Op::Default | Op::After { .. }));
         let mut setup = Vec::new();
+        // Quick pass only: each arm's guard, try, and building once the pass found none.
+        let mut enabled = Vec::new();
+        let mut tries = Vec::new();
+        let mut builds = Vec::new();
         let mut refs = Vec::new();
         let mut branches = Vec::new();
         let mut default_body = None;
@@ -264,19 +275,52 @@ impl Alt {
                 | Op::Closed { end } => end,
                 Op::Default | Op::After { .. } => unreachable!("handled above"),
             };
-            setup.push(quote! {
-                let #guard: bool = #guard_expr;
-                let #end = &(#operand);
-                let mut #local = ::core::pin::pin!(if #guard {
-                    ::core::option::Option::Some(#build)
-                } else {
-                    ::core::option::Option::None
+            let index = refs.len();
+            let quick_outcome = name("quick", i);
+            if quick {
+                // Built empty; filled only if the quick pass finds no arm ready.
+                setup.push(quote! {
+                    let #guard: bool = #guard_expr;
+                    let #end = &(#operand);
+                    let mut #quick_outcome = ::core::option::Option::None;
+                    let mut #local = ::core::pin::pin!(::core::option::Option::None);
                 });
-            });
+                enabled.push(quote!(#guard));
+                tries.push(quote! {
+                    #index => {
+                        #quick_outcome = #private::quick_recv(#end);
+                        #quick_outcome.is_some()
+                    }
+                });
+                builds.push(quote! {
+                    if #guard {
+                        #local.set(::core::option::Option::Some(#build));
+                    }
+                });
+            } else {
+                setup.push(quote! {
+                    let #guard: bool = #guard_expr;
+                    let #end = &(#operand);
+                    let mut #local = ::core::pin::pin!(if #guard {
+                        ::core::option::Option::Some(#build)
+                    } else {
+                        ::core::option::Option::None
+                    });
+                });
+            }
             refs.push(quote!(#local.as_mut().as_pin_mut()));
-            let index = refs.len() - 1;
             let within = format_ident!("__csp_within", span = Span::mixed_site());
             let take = match &arm.op {
+                // The outcome of the quick pass, if it fired this arm; else the arm's.
+                Op::Recv { .. } if quick => quote! {
+                    match #quick_outcome.take() {
+                        ::core::option::Option::Some(outcome) => outcome,
+                        ::core::option::Option::None => match #local.as_mut().as_pin_mut() {
+                            ::core::option::Option::Some(arm) => arm.outcome(),
+                            ::core::option::Option::None => ::core::unreachable!(),
+                        },
+                    }
+                },
                 Op::RecvAny { .. } | Op::SendAny { .. } => quote! {
                     (#within, match #local.as_mut().as_pin_mut() {
                         ::core::option::Option::Some(arm) => arm.outcome(#within),
@@ -339,14 +383,37 @@ impl Alt {
             .iter()
             .rev()
             .fold(quote!(()), |rest, arm| quote!((#arm, #rest)));
-        quote! {{
-            #(#setup)*
-            let #fired = #make::<#count, _>(
+        let choose = quote! {
+            #make::<#count, _>(
                 #list,
                 #biased,
                 #has_default && #default_guard
                 #after_arg
-            ).await;
+            ).await
+        };
+        let choose = if quick && count > 0 {
+            quote! {
+                match #private::quick_pass::<#count>(
+                    [#(#enabled),*],
+                    #biased,
+                    |arm| match arm {
+                        #(#tries)*
+                        _ => ::core::unreachable!(),
+                    },
+                ) {
+                    ::core::option::Option::Some(arm) => (arm, 0),
+                    ::core::option::Option::None => {
+                        #(#builds)*
+                        #choose
+                    }
+                }
+            }
+        } else {
+            choose
+        };
+        quote! {{
+            #(#setup)*
+            let #fired = #choose;
             match #fired {
                 #(#branches)*
                 #after_branch

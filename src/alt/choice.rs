@@ -222,37 +222,18 @@ impl Plan {
     /// independent attempt, and the first to complete is the one arm that fires. Only
     /// that arm can have anyone to wake: into `wakes`, for the caller to run.
     ///
-    /// A fair plan is shuffled here, one arm at a time (Fisher-Yates, front to back):
-    /// each arm tried is drawn uniformly from those not tried yet, so the first ready
-    /// arm found is uniform among the ready ones, and a choice whose first try succeeds
-    /// draws one number rather than one per arm. A pass that finds no arm ready has
-    /// drawn a whole uniform permutation, which the locked pass then follows.
+    /// A fair plan is shuffled here, one arm at a time ([`try_in_order`]). A pass that
+    /// finds no arm ready has drawn a whole uniform permutation, which the locked pass
+    /// then follows.
     fn try_each<A: ArmSet + ?Sized>(
         &mut self,
         arms: &A,
         claim: &Claim,
         wakes: &mut Wakes,
     ) -> Option<usize> {
-        let order = self.order.as_mut_slice();
-        if self.biased || order.len() < 2 {
-            return order
-                .iter()
-                .map(|&i| i as usize)
-                .find(|&i| Self::try_arm(arms, i, claim, wakes));
-        }
-        let mut random = rng::Stream::start();
-        let n = order.len();
-        let mut fired = None;
-        for k in 0..n {
-            order.swap(k, k + random.below(n - k));
-            let i = order[k] as usize;
-            if Self::try_arm(arms, i, claim, wakes) {
-                fired = Some(i);
-                break;
-            }
-        }
-        random.end();
-        fired
+        try_in_order(self.order.as_mut_slice(), self.biased, |i| {
+            Self::try_arm(arms, i, claim, wakes)
+        })
     }
 
     /// One try of the quick pass: arm `i` completes now if it can, under its channel's
@@ -280,6 +261,35 @@ impl Plan {
             unsafe { Self::enabled(arms, i).unregister() };
         }
     }
+}
+
+/// Calls `try_arm` on the arms of `order` until one says it fired, and returns that one:
+/// in `order`'s order if `biased`, else in an order drawn as it goes (Fisher-Yates,
+/// front to back, leaving `order` shuffled so far): each arm tried is drawn uniformly
+/// from those not tried yet, so the first ready arm found is uniform among the ready
+/// ones, and a pass whose first try succeeds draws one number rather than one per arm.
+#[inline]
+pub(crate) fn try_in_order(
+    order: &mut [u32],
+    biased: bool,
+    mut try_arm: impl FnMut(usize) -> bool,
+) -> Option<usize> {
+    if biased || order.len() < 2 {
+        return order.iter().map(|&i| i as usize).find(|&i| try_arm(i));
+    }
+    let mut random = rng::Stream::start();
+    let n = order.len();
+    let mut fired = None;
+    for k in 0..n {
+        order.swap(k, k + random.below(n - k));
+        let i = order[k] as usize;
+        if try_arm(i) {
+            fired = Some(i);
+            break;
+        }
+    }
+    random.end();
+    fired
 }
 
 /// The locks of every channel of a plan, held until this is dropped (in reverse order):

@@ -91,6 +91,28 @@ impl<T> Receiver<T> {
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         self.chan.note_use();
+        self.try_recv_noted()
+    }
+
+    /// A receive for the quick pass of an `alt!` (`alt/quick.rs`): the outcome if the
+    /// receive completes now (a value, or the close), `None` if it would wait. An empty
+    /// channel is told by its readiness hint, without the lock, when it can be.
+    #[inline]
+    pub(crate) fn recv_if_ready(&self) -> Option<Result<T, RecvError>> {
+        self.chan.note_use();
+        if !self.chan.may_recv() {
+            return None;
+        }
+        match self.try_recv_noted() {
+            Ok(value) => Some(Ok(value)),
+            Err(TryRecvError::Closed) => Some(Err(RecvError)),
+            Err(TryRecvError::Empty) => None,
+        }
+    }
+
+    /// [`try_recv`](Self::try_recv) once the use is noted.
+    #[inline]
+    fn try_recv_noted(&self) -> Result<T, TryRecvError> {
         let mut wakes = Wakes::default();
         let result = {
             let mut state = self.chan.lock();
