@@ -9,6 +9,15 @@ use std::time::Duration;
 /// process waits at most 32 short polls.
 pub(crate) const MAX_CONSECUTIVE_HANDOFFS: u32 = 32;
 
+/// Values a poll may put in channel buffers after waking a process into the handoff
+/// slot for that process still to run next; past this many it goes to the back of the
+/// queue instead, behind the processes already there (`runtime/worker.rs`). Measured on
+/// the bench machine (`vs_tokio`, alternating builds): select4 went from 75 to 56 ns an
+/// alt on one worker and from 77-78 to 61-71 on two, with 2 and 8 alike and 32 losing
+/// it; ping_pong, which buffers nothing, moved by about 1 ns. 8 is well above the few
+/// values a poll sends on its way to blocking, and well below a buffer's worth.
+pub(crate) const HANDOFF_STALE_SENDS: u32 = 8;
+
 /// Most processes one poll may push out of the handoff slot before they are published
 /// to other workers. Until then (or the end of the poll) they wait unseen by thieves,
 /// so a process that wakes many others in one poll, such as a receiver draining a

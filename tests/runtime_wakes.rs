@@ -359,3 +359,52 @@ fn a_poll_that_wakes_many_hands_them_on_in_batches() {
         assert_eq!(ran.load(Ordering::SeqCst), 200);
     });
 }
+
+/// On one worker, processes `then` and `first` sleep on channels of their own; one poll
+/// wakes `then`, then `first` (which takes the handoff slot, pushing `then` out to the
+/// queue), then puts `buffered` values in a channel's buffer, and ends. Returns the
+/// order the two ran in.
+fn order_after_a_wake_then_sends(buffered: usize) -> Vec<&'static str> {
+    let rt = runtime(1, "stale-handoff");
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sleeper = |name: &'static str| {
+        let (tx, rx) = csp::channel::<()>();
+        let log = log.clone();
+        let handle = rt.spawn(async move {
+            rx.recv().await.expect("woken once");
+            log.lock().unwrap().push(name);
+        });
+        wait_for_state(&rt, handle.id(), ProcessState::Sleeping);
+        (tx, handle)
+    };
+    let (then, then_handle) = sleeper("then");
+    let (first, first_handle) = sleeper("first");
+    let waker = rt.spawn(async move {
+        let (tx, _rx) = csp::bounded::<usize>(buffered.max(1));
+        then.try_send(()).expect("`then` waits");
+        first.try_send(()).expect("`first` waits");
+        for value in 0..buffered {
+            tx.try_send(value).expect("room for every value");
+        }
+    });
+    for handle in [waker, then_handle, first_handle] {
+        rt.block_on(handle).unwrap();
+    }
+    log.lock().unwrap().clone()
+}
+
+#[test]
+fn a_process_woken_last_runs_next_when_the_poll_ends_soon_after() {
+    bounded(20, || {
+        assert_eq!(order_after_a_wake_then_sends(0), ["first", "then"]);
+    });
+}
+
+#[test]
+fn a_process_woken_early_in_a_poll_that_went_on_sending_waits_its_turn() {
+    bounded(20, || {
+        // Far more values than the slot's limit (`HANDOFF_STALE_SENDS`, 8): `first` goes
+        // to the back of the queue, behind `then`.
+        assert_eq!(order_after_a_wake_then_sends(64), ["then", "first"]);
+    });
+}

@@ -30,6 +30,7 @@ use crate::chan::waiter::{WaitList, Waiter};
 use crate::id::next_channel_id;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use crate::runtime::context;
 use crate::wait::census::{Enrolment, Op};
 use crate::wait::claim::{Claim, Wakes};
 
@@ -224,6 +225,7 @@ impl<T> State<T> {
             Room::Buffer => {
                 self.buffer.push_back(value);
                 self.wake_readers(wakes);
+                context::count_buffered();
             }
         }
     }

@@ -27,6 +27,9 @@ std::thread_local! {
     /// thread-local of its own with nothing to drop, so that reading it, as every
     /// channel operation does (`chan/home.rs`), is one load.
     static POLLING: Cell<u64> = const { Cell::new(NOT_POLLING) };
+    /// Values this thread put in channel buffers, wrapping: how much a poll sent on
+    /// after it woke a process into the handoff slot (`worker.rs`).
+    static BUFFERED: Cell<u32> = const { Cell::new(0) };
 }
 
 // loom's `thread_local!` has no `const` form.
@@ -35,6 +38,7 @@ crate::loom::thread_local! {
     static ENTERED: Entered = RefCell::new(None);
     static WORKER: Cell<Option<NonNull<Local>>> = Cell::new(None);
     static POLLING: Cell<u64> = Cell::new(NOT_POLLING);
+    static BUFFERED: Cell<u32> = Cell::new(0);
 }
 
 /// Calls `f` with the worker running on this thread, if any.
@@ -74,6 +78,19 @@ pub(crate) fn polling_runtime() -> u64 {
         Ok(NOT_POLLING) | Err(_) => 0,
         Ok(runtime) => runtime,
     }
+}
+
+/// Counts a value this thread put in a channel's buffer ([`buffered`]).
+#[inline]
+pub(crate) fn count_buffered() {
+    let _ = BUFFERED.try_with(|count| count.set(count.get().wrapping_add(1)));
+}
+
+/// Values this thread has put in channel buffers so far, wrapping: the difference of
+/// two readings is how many it put between them.
+#[inline]
+pub(crate) fn buffered() -> u32 {
+    BUFFERED.try_with(Cell::get).unwrap_or(0)
 }
 
 /// Panics with advice if csp is polling on this thread: blocking it would stall every

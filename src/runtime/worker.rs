@@ -6,10 +6,12 @@
 //!    outside the pool is never starved by local work);
 //! 2. its handoff slot: the process the last poll woke or spawned, so it runs next on the
 //!    same core with its message hot in cache; after [`MAX_CONSECUTIVE_HANDOFFS`] in a
-//!    row, the slot's occupant goes to the back of the queue if others wait there. The
-//!    processes a poll pushes out of the slot (it woke or spawned several) are held
-//!    back, unseen by thieves, and go to the back of the queue together when the poll
-//!    ends, or as soon as [`DISPLACED_BATCH`] have gathered;
+//!    row, the slot's occupant goes to the back of the queue if others wait there, and
+//!    so does one whose poll put more than [`HANDOFF_STALE_SENDS`] values in channel
+//!    buffers after waking it (below). The processes a poll pushes out of the slot (it
+//!    woke or spawned several) are held back, unseen by thieves, and go to the back of
+//!    the queue together when the poll ends, or as soon as [`DISPLACED_BATCH`] have
+//!    gathered;
 //! 3. the head of its own FIFO queue;
 //! 4. a batch from the injector;
 //! 5. processes woken by timers that came due (the wheel is also advanced at every
@@ -38,6 +40,15 @@
 //! would be stolen by an idle worker at once, send one message into the full buffer
 //! from the other core, and block again: one steal and a round of cache misses per
 //! message. Published when the receiver blocks, they refill the buffer in a batch.
+//!
+//! The same batching is why a process woken early in a poll that goes on sending does
+//! not run next: a sender that wakes its receiver with its first value and then fills
+//! the buffer would otherwise hand the receiver one buffer's worth at a time, while
+//! the senders queued behind (woken by that receiver's last round) wait with their own
+//! channels empty to it. Sent to the back of the queue, the receiver finds them all
+//! refilled. A ping-pong poll, which wakes its peer and blocks soon after, buffers
+//! nothing and keeps the slot. Values are counted on the thread
+//! (`context::count_buffered`, one increment per buffered send), not timed.
 
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
@@ -54,8 +65,8 @@ use crate::runtime::timer::timers::ParkTimeout;
 use crate::runtime::{Handle, Shared, context};
 use crate::task::{Notified, Schedule};
 use crate::tuning::{
-    DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, INJECTOR_BATCH, MAX_CONSECUTIVE_HANDOFFS,
-    SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS,
+    DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, HANDOFF_STALE_SENDS, INJECTOR_BATCH,
+    MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS,
 };
 
 #[cfg(all(test, loom))]
@@ -72,6 +83,9 @@ pub(crate) struct Local {
     handoff: Cell<Option<Notified>>,
     /// Processes run from the slot in a row.
     handoff_streak: Cell<u32>,
+    /// The thread's count of buffered values (`context::buffered`) when the slot was
+    /// last filled.
+    handoff_filled_at: Cell<u32>,
     /// Processes the current poll pushed out of the slot, not yet in the queue (module
     /// docs); empty between polls. Its capacity is reserved once.
     displaced: RefCell<Vec<Notified>>,
@@ -128,6 +142,7 @@ impl Local {
             queue,
             handoff: Cell::new(None),
             handoff_streak: Cell::new(0),
+            handoff_filled_at: Cell::new(0),
             displaced: RefCell::new(Vec::with_capacity(DISPLACED_BATCH)),
             tick: Cell::new(0),
             searching: Cell::new(false),
@@ -163,6 +178,7 @@ impl Local {
             // this one is busy with exactly this work.
             Schedule::Yield => self.enqueue(entry),
             Schedule::Wake | Schedule::Spawn if context::is_polling() => {
+                self.handoff_filled_at.set(context::buffered());
                 if let Some(previous) = self.handoff.replace(Some(entry)) {
                     self.displace(previous);
                 }
@@ -285,8 +301,11 @@ impl Local {
         if let Some(entry) = self.handoff.take() {
             let streak = self.handoff_streak.get();
             // The budget only protects processes waiting in the queue: with none, the
-            // chain goes on (and nobody else is woken to split it up).
-            if streak < MAX_CONSECUTIVE_HANDOFFS || self.queue.is_empty() {
+            // chain goes on (and nobody else is woken to split it up). A process woken
+            // early in a poll that went on sending waits its turn (module docs).
+            let fresh = context::buffered().wrapping_sub(self.handoff_filled_at.get())
+                <= HANDOFF_STALE_SENDS;
+            if fresh && streak < MAX_CONSECUTIVE_HANDOFFS || self.queue.is_empty() {
                 self.handoff_streak.set(streak + 1);
                 bump(&self.counters().handoffs);
                 return Some(entry);
