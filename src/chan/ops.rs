@@ -349,10 +349,10 @@ impl<T> Operation for SendOp<'_, T> {
         let room = if state.is_closed() {
             None
         } else {
-            match state.room(self.chan.cap(), Some(own)) {
-                Some(room) => Some(room),
-                None => return false,
-            }
+            let Some(room) = state.room(self.chan.cap(), Some(own)) else {
+                return false;
+            };
+            Some(room)
         };
         // SAFETY: the entry is not linked: its slot is the owner's.
         let value = unsafe { self.waiter.with_slot(Option::take) }
