@@ -277,6 +277,43 @@ fn processes_queued_behind_a_long_poll_are_stolen() {
     });
 }
 
+/// The same, with the other worker asleep when the second spinner is queued: after a
+/// busy poll of each length, it has either just parked (and is the watcher, which looks
+/// again by itself) or slept long enough to have stopped watching (and must be woken).
+/// Either way it must come and take the second spinner: nothing else runs while the
+/// first one spins.
+#[test]
+fn processes_queued_behind_a_long_poll_reach_a_sleeping_worker() {
+    bounded(30, || {
+        let rt = runtime(2, "long-poll-asleep");
+        for busy in [0, 100, 300, 1_000, 3_000, 20_000] {
+            let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let spinner = |started: Arc<std::sync::atomic::AtomicUsize>| async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                while started.load(Ordering::SeqCst) < 2 {
+                    std::hint::spin_loop();
+                }
+                thread_name()
+            };
+            let (a, b) = rt
+                .block_on(rt.spawn(async move {
+                    // A poll that keeps its worker busy while the other one parks.
+                    let until = std::time::Instant::now() + Duration::from_micros(busy);
+                    while std::time::Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                    let a = csp::spawn(spinner(started.clone()));
+                    let b = csp::spawn(spinner(started));
+                    (a.await.unwrap(), b.await.unwrap())
+                }))
+                .unwrap();
+            assert_ne!(a, b, "after {busy} µs busy: the spinners ran on one worker");
+            // Let both workers park before the next round.
+            thread::sleep(Duration::from_millis(5));
+        }
+    });
+}
+
 #[test]
 fn join_handles_across_runtimes() {
     bounded(20, || {

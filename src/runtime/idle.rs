@@ -13,6 +13,15 @@
 //! a sleeper (it gets the notification). `event-listener` keeps a notification sent to a
 //! listener that has not started waiting yet, and `notify(1)` wakes nobody new while an
 //! earlier notification is still unconsumed.
+//!
+//! **Watchers.** Work a worker puts on its own queue is *fresh*: thieves leave it to its
+//! owner for a grace (`queue_age.rs`), so a worker woken for it could only wait. At most
+//! one parked worker at a time is a *watcher*: it sleeps with a timeout and looks at the
+//! queues again when it ends, so fresh work is noticed without a wake-up
+//! ([`Idle::notify_fresh`] wakes nobody while a watcher sleeps). A worker becomes a
+//! watcher only after the fence of its last look, and stops being one (decrementing the
+//! count) before the fence of its next: a notifier that saw the count at one fenced
+//! before a look that comes after its work was pushed.
 
 use event_listener::Event;
 
@@ -23,6 +32,9 @@ pub(crate) struct Idle {
     searching: AtomicUsize,
     /// Workers registered to sleep (between `prepare_park` and `finish_park`).
     sleepers: AtomicUsize,
+    /// Sleepers that will look at the queues again when their timeout ends (0 or 1;
+    /// module docs).
+    watchers: AtomicUsize,
     /// What sleeping workers wait on.
     event: Event,
     workers: usize,
@@ -33,6 +45,7 @@ impl Idle {
         Idle {
             searching: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
+            watchers: AtomicUsize::new(0),
             event: Event::new(),
             workers,
         }
@@ -48,6 +61,47 @@ impl Idle {
         {
             self.event.notify(1);
         }
+    }
+
+    /// New work is in the caller's own queue, where thieves leave it for a grace: as
+    /// [`notify_work`](Self::notify_work), but wakes nobody while a watcher sleeps (it
+    /// will look when its timeout ends, by when the work can be stolen).
+    #[inline]
+    pub(crate) fn notify_fresh(&self) {
+        // SeqCst: as in `notify_work`, and against the fence a watcher passes after it
+        // stops watching (module docs).
+        fence(Ordering::SeqCst);
+        // Relaxed: the fence above orders these loads.
+        if self.searching.load(Ordering::Relaxed) == 0
+            && self.watchers.load(Ordering::Relaxed) == 0
+            && self.sleepers.load(Ordering::Relaxed) > 0
+        {
+            self.event.notify(1);
+        }
+    }
+
+    /// Makes the caller, a registered sleeper past its last look, the watcher, unless
+    /// there is one already. If true, it must sleep with a timeout and call
+    /// [`stop_watching`](Self::stop_watching) when it wakes, before it looks again.
+    #[must_use]
+    pub(crate) fn try_watch(&self) -> bool {
+        // SeqCst: part of the handshake in the module docs (a notifier that reads 1 skips
+        // its wake-up).
+        self.watchers
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// The watcher woke up: from now on fresh work wakes a sleeper again.
+    pub(crate) fn stop_watching(&self) {
+        // SeqCst: part of the handshake in the module docs.
+        self.watchers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// True if some worker is not registered to sleep: it may put work in its own queue.
+    pub(crate) fn any_awake(&self) -> bool {
+        // Relaxed: a hint for whether to keep watching; either answer is safe.
+        self.sleepers.load(Ordering::Relaxed) < self.workers
     }
 
     /// Wakes every sleeper (shutdown).

@@ -15,7 +15,7 @@
 //! check what is stolen, not when.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
@@ -63,16 +63,31 @@ impl QueueAges {
     /// True if a thief may take from worker `worker`'s queue at `now` (from
     /// [`now`](Self::now)): it has held work for the grace, or its age is unknown.
     pub(crate) fn is_ripe(&self, worker: usize, now: u64) -> bool {
+        self.ripens_in(worker, now) == Duration::ZERO
+    }
+
+    /// How long after `now` a thief may take from worker `worker`'s queue (zero: it may
+    /// already).
+    pub(crate) fn ripens_in(&self, worker: usize, now: u64) -> Duration {
         // Relaxed: a hint.
         let filled_at = self.filled_at[worker].load(Ordering::Relaxed);
-        ripe(filled_at, now)
+        ripens_in(filled_at, now)
     }
 }
 
+/// How long after `now` a queue filled at `filled_at` may be stolen from.
+fn ripens_in(filled_at: u64, now: u64) -> Duration {
+    if filled_at == EMPTY {
+        return Duration::ZERO;
+    }
+    let age = Duration::from_nanos(now.saturating_sub(filled_at));
+    STEAL_GRACE.saturating_sub(age)
+}
+
 /// A queue filled at `filled_at` may be stolen from at `now`.
+#[cfg(all(test, not(loom)))]
 fn ripe(filled_at: u64, now: u64) -> bool {
-    let grace = u64::try_from(STEAL_GRACE.as_nanos()).unwrap_or(u64::MAX);
-    filled_at == EMPTY || now.saturating_sub(filled_at) >= grace
+    ripens_in(filled_at, now) == Duration::ZERO
 }
 
 #[cfg(all(test, not(loom)))]
@@ -90,6 +105,20 @@ mod tests {
         assert!(!ripe(filled_at, filled_at - 1));
         // Unknown age: ripe.
         assert!(ripe(EMPTY, 1));
+    }
+
+    #[test]
+    fn a_fresh_queue_ripens_when_the_grace_ends() {
+        let grace = STEAL_GRACE.as_nanos() as u64;
+        let filled_at = 1_000;
+        assert_eq!(ripens_in(filled_at, filled_at), STEAL_GRACE);
+        assert_eq!(
+            ripens_in(filled_at, filled_at + 10),
+            STEAL_GRACE - Duration::from_nanos(10)
+        );
+        assert_eq!(ripens_in(filled_at, filled_at + grace), Duration::ZERO);
+        assert_eq!(ripens_in(filled_at, filled_at + 2 * grace), Duration::ZERO);
+        assert_eq!(ripens_in(EMPTY, 5), Duration::ZERO);
     }
 
     #[test]

@@ -19,11 +19,18 @@
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
 //!    spinning a few rounds, then yielding its thread, before it parks. A queue that
 //!    filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its
-//!    owner (`queue_age.rs`), and while one is, the searcher keeps looking rather than
-//!    park. The parking worker that sees the wheel's earliest deadline parks with a
-//!    timeout to it. With the `io` feature, a parked worker sleeps inside the I/O
-//!    reactor and drives it (`worker/park.rs`): a socket's waker puts its process on
-//!    that worker's queue.
+//!    owner (`queue_age.rs`). The parking worker that sees the wheel's earliest
+//!    deadline parks with a timeout to it. With the `io` feature, a parked worker
+//!    sleeps inside the I/O reactor and drives it (`worker/park.rs`): a socket's waker
+//!    puts its process on that worker's queue.
+//!
+//! A worker that parks while only such fresh work exists, or while another worker is
+//! awake to make some, parks as the *watcher* (one at a time, `idle.rs`): it sleeps
+//! until that work ripens, or [`WATCH_INTERVAL`], and looks again. Work a busy worker
+//! puts in its own queue then wakes nobody, which on two workers saved the busy one a
+//! futex wake-up per batch it published (select4: about a thousand a run, each for a
+//! thief that found nothing it could take). Watching ends after [`WATCH_QUIET_LOOKS`]
+//! watches in a row find nothing; fresh work wakes a sleeper again from then on.
 //!
 //! The handoff slot is filled only while this worker polls a process, and is emptied by
 //! step 2 right after that poll returns, so it never holds a process while the worker
@@ -51,13 +58,14 @@
 //! (`context::count_buffered`, one increment per buffered send), not timed.
 
 use std::cell::{Cell, RefCell};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[cfg(all(test, loom))]
 use event_listener::listener;
 
 use crate::loom::spin_loop;
 use crate::loom::sync::Arc;
+use crate::loom::sync::atomic::Ordering;
 use crate::loom::thread;
 use crate::runtime::metrics::{WorkerCounters, bump};
 use crate::runtime::queue::{LocalQueue, Steal};
@@ -66,7 +74,7 @@ use crate::runtime::{Handle, Shared, context};
 use crate::task::{Notified, Schedule};
 use crate::tuning::{
     DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, HANDOFF_STALE_SENDS, INJECTOR_BATCH,
-    MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS,
+    MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS, WATCH_INTERVAL, WATCH_QUIET_LOOKS,
 };
 
 #[cfg(all(test, loom))]
@@ -95,6 +103,10 @@ pub(crate) struct Local {
     searching: Cell<bool>,
     /// xorshift state for picking steal victims.
     rng: Cell<u64>,
+    /// Watches in a row that found no work, and ran no process in between (module docs).
+    quiet_watches: Cell<u32>,
+    /// This worker's poll count when it last parked.
+    polls_at_park: Cell<u64>,
     /// How this worker sleeps when it parks (`park.rs`).
     sleep: park::Sleep,
 }
@@ -107,6 +119,34 @@ enum Found {
     Fresh,
     /// No work anywhere.
     Nothing,
+}
+
+/// What a worker's last look before sleeping found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// Work it may take now.
+    Ripe,
+    /// Work only in other workers' queues that filled within the grace; the first
+    /// ripens in this long.
+    Fresh(Duration),
+    /// No work anywhere.
+    Nothing,
+}
+
+/// How a worker that `prepare_park` lets sleep sleeps.
+#[derive(Debug, Clone, Copy)]
+struct Park {
+    /// The timer wheel's deadline, if this worker armed it.
+    timeout: ParkTimeout,
+    /// If it is the watcher: how long until it looks again.
+    watch: Option<Duration>,
+}
+
+impl Park {
+    /// True if the worker sleeps as the watcher.
+    fn is_watch(&self) -> bool {
+        self.watch.is_some()
+    }
 }
 
 /// What the worker loop does after a round of `Local::step`.
@@ -148,6 +188,8 @@ impl Local {
             searching: Cell::new(false),
             // Any odd, index-dependent seed: victims need only differ between workers.
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (((index as u64) << 1) | 1)),
+            quiet_watches: Cell::new(0),
+            polls_at_park: Cell::new(0),
             sleep: park::Sleep::new(),
         }
     }
@@ -188,7 +230,7 @@ impl Local {
                 // A socket's waker run by the reactor this worker sleeps in: the worker
                 // wakes up for it itself (`park.rs`).
                 if !self.sleep.woke_self() {
-                    self.shared.idle().notify_work();
+                    self.shared.idle().notify_fresh();
                 }
             }
         }
@@ -281,7 +323,7 @@ impl Local {
             self.enqueue(entry);
         }
         drop(displaced);
-        self.shared.idle().notify_work();
+        self.shared.idle().notify_fresh();
     }
 
     #[inline(always)]
@@ -311,7 +353,7 @@ impl Local {
                 return Some(entry);
             }
             self.enqueue(entry);
-            self.shared.idle().notify_work();
+            self.shared.idle().notify_fresh();
         }
         self.handoff_streak.set(0);
         if let Some(entry) = self.queue.pop() {
@@ -345,8 +387,8 @@ impl Local {
                         if was_empty {
                             self.shared.queue_ages().filled(self.index);
                         }
-                        // A batch came with it: let a sleeping worker help.
-                        self.shared.idle().notify_work();
+                        // A batch came with it: let a sleeping worker help once it may.
+                        self.shared.idle().notify_fresh();
                     }
                     return Some(entry);
                 }
@@ -369,8 +411,8 @@ impl Local {
             match self.steal() {
                 Found::Process(entry) => return Some(entry),
                 // Work its owner is about to run, or that will soon be old enough to
-                // take: keep looking, yielding between looks, rather than park.
-                Found::Fresh => round = round.max(TIGHT_SPIN_ROUNDS),
+                // take: park as the watcher, to look again when it ripens.
+                Found::Fresh => return None,
                 Found::Nothing => round += 1,
             }
             if round < TIGHT_SPIN_ROUNDS {
@@ -428,26 +470,30 @@ impl Local {
     fn park(&self) {
         self.shared.idle().begin_park();
         listener!(self.shared.idle().event() => listener);
-        if let Some(timeout) = self.prepare_park() {
-            self.sleep.wait(listener, self.deadline(timeout));
-            self.finish_park(timeout);
+        if let Some(park) = self.prepare_park() {
+            self.sleep.wait(listener, self.deadline(park));
+            self.finish_park(park);
         }
     }
 
     /// After `Idle::begin_park` and registering a listener on the idle event: the last
     /// look at the queues and the timers. `None`: work came, do not sleep (the park is
-    /// over); else sleep (until the deadline of `deadline(timeout)`, if any), then call
-    /// `finish_park(timeout)`.
-    fn prepare_park(&self) -> Option<ParkTimeout> {
+    /// over); else sleep until the deadline of `deadline(park)`, if any, then call
+    /// `finish_park(park)`.
+    fn prepare_park(&self) -> Option<Park> {
         let idle = self.shared.idle();
         let was_last_searcher = idle.registered(self.searching.replace(false));
         // The last look (idle.rs): work that arrived on our way to sleep. Then timers:
         // fire what came due on the way, and arm the next deadline unless another parked
         // worker waits for it (timers.rs).
-        let timeout = if self.shared.has_work() || self.shared.is_shutdown() {
-            ParkTimeout::Fired
+        let look = if self.shared.is_shutdown() {
+            Look::Ripe
         } else {
-            self.shared.timers().before_park()
+            self.look()
+        };
+        let timeout = match look {
+            Look::Ripe => ParkTimeout::Fired,
+            Look::Fresh(_) | Look::Nothing => self.shared.timers().before_park(),
         };
         if timeout == ParkTimeout::Fired {
             idle.finish_park();
@@ -459,23 +505,80 @@ impl Local {
             return None;
         }
         bump(&self.counters().parks);
-        Some(timeout)
+        Some(Park {
+            timeout,
+            watch: self.watch(look),
+        })
     }
 
-    /// When a worker that armed `timeout` in `prepare_park` wakes up.
-    fn deadline(&self, timeout: ParkTimeout) -> Option<Instant> {
-        match timeout {
+    /// The last look before sleeping, at every queue.
+    fn look(&self) -> Look {
+        if !self.queue.is_empty() || !self.shared.injector().is_empty() {
+            return Look::Ripe;
+        }
+        let ages = self.shared.queue_ages();
+        let mut now = None;
+        let mut soonest: Option<Duration> = None;
+        for (victim, stealer) in self.shared.stealers().iter().enumerate() {
+            if victim == self.index || stealer.is_empty() {
+                continue;
+            }
+            let ripens_in = ages.ripens_in(victim, *now.get_or_insert_with(|| ages.now()));
+            if ripens_in.is_zero() {
+                return Look::Ripe;
+            }
+            soonest = Some(soonest.map_or(ripens_in, |s| s.min(ripens_in)));
+        }
+        soonest.map_or(Look::Nothing, Look::Fresh)
+    }
+
+    /// Whether the worker about to sleep after `look` watches (module docs), and for how
+    /// long. It does if it can be the watcher and there is fresh work, or there is none
+    /// but another worker is awake and the watches before found work or ran processes.
+    fn watch(&self, look: Look) -> Option<Duration> {
+        // Relaxed: this worker's own counter.
+        let polls = self.counters().polls.load(Ordering::Relaxed);
+        if polls != self.polls_at_park.replace(polls) {
+            self.quiet_watches.set(0);
+        }
+        let idle = self.shared.idle();
+        let (watch, quiet) = match look {
+            Look::Fresh(ripens_in) => (ripens_in, 0),
+            Look::Nothing if self.quiet_watches.get() < WATCH_QUIET_LOOKS && idle.any_awake() => {
+                (WATCH_INTERVAL, self.quiet_watches.get() + 1)
+            }
+            Look::Ripe | Look::Nothing => return None,
+        };
+        if !idle.try_watch() {
+            return None;
+        }
+        self.quiet_watches.set(quiet);
+        Some(watch)
+    }
+
+    /// When a worker that `prepare_park` let sleep as `park` wakes up.
+    fn deadline(&self, park: Park) -> Option<Instant> {
+        let timer = match park.timeout {
             ParkTimeout::Until(tick) => self.shared.timers().instant_of(tick),
             _ => None,
+        };
+        let watch = park.watch.map(|watch| Instant::now() + watch);
+        match (timer, watch) {
+            (Some(timer), Some(watch)) => Some(timer.min(watch)),
+            (timer, watch) => timer.or(watch),
         }
     }
 
     /// The worker woke up from the sleep `prepare_park` prepared.
-    fn finish_park(&self, timeout: ParkTimeout) {
-        if let ParkTimeout::Until(tick) = timeout {
+    fn finish_park(&self, park: Park) {
+        if let ParkTimeout::Until(tick) = park.timeout {
             self.shared.timers().after_park(tick);
         }
         let idle = self.shared.idle();
+        if park.is_watch() {
+            // Before this worker's next look (idle.rs).
+            idle.stop_watching();
+        }
         idle.finish_park();
         // Woken for new work: go and find it as a searcher.
         if idle.try_start_searching() {

@@ -1,7 +1,8 @@
-//! loom model of the run queues, driven through the real worker code: processes pushed
-//! to the injector are taken by one worker's `next_task` (local queue, handoff slot and
-//! injector batches) and by another's `steal` (injector and steal-half), and every one is
-//! run exactly once.
+//! loom models of the run queues and of parking, driven through the real worker code:
+//! processes pushed to the injector are taken by one worker's `next_task` (local queue,
+//! handoff slot and injector batches) and by another's `steal` (injector and
+//! steal-half), and every one is run exactly once; a worker going to sleep, as the
+//! watcher or not, never misses work that it alone can still run.
 
 use std::future::Future;
 use std::panic::Location;
@@ -117,5 +118,69 @@ fn loom_park_racing_remote_spawn() {
         assert_eq!(polls[0].load(Ordering::SeqCst), 1);
         assert!(join.is_finished());
         assert!(shared.begin_shutdown());
+    });
+}
+
+/// Work a busy worker puts in its own queue wakes nobody while the other worker watches
+/// (`idle.rs`), so the watcher must look again when its sleep ends, and once it stops
+/// watching either its last look sees the work or the work's notification wakes it. The
+/// owner here takes a batch from the injector (which puts the rest in its own queue and
+/// notifies as fresh work does), runs one process, and never comes back, like a worker
+/// stuck in a long poll: only the other worker can run the rest. Under loom a timed sleep
+/// ends at once and one watch that finds nothing ends the watching
+/// (`WATCH_QUIET_LOOKS`), so the sleeper watches, then sleeps until woken. A lost
+/// wake-up leaves it asleep for good with a process left, which loom reports as a
+/// deadlock. (Once every process has run, the sleeper may rightly sleep for good: the
+/// shutdown then wakes it.)
+#[test]
+fn loom_watcher_never_misses_fresh_work() {
+    const PROCESSES: usize = 2;
+    loom::model(|| {
+        let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None, Default::default());
+        let polls: Arc<Vec<AtomicUsize>> =
+            Arc::new((0..PROCESSES).map(|_| AtomicUsize::new(0)).collect());
+        let joins: Vec<_> = (0..PROCESSES)
+            .map(|index| {
+                let future = Once {
+                    polls: polls.clone(),
+                    index,
+                };
+                Shared::spawn(&shared, future, Location::caller())
+            })
+            .collect();
+        let all_ran = move || polls.iter().all(|p| p.load(Ordering::SeqCst) == 1);
+
+        let sleeper = {
+            let local = Local::new(shared.clone(), 1, queues.pop().unwrap());
+            let all_ran = all_ran.clone();
+            thread::spawn(move || {
+                while !all_ran() && !local.shared.is_shutdown() {
+                    local.park();
+                    while let Found::Process(entry) = local.steal() {
+                        local.run_task(entry);
+                    }
+                    drain(&local);
+                }
+                local
+            })
+        };
+        let owner = Local::new(shared.clone(), 0, queues.pop().unwrap());
+        if let Some(entry) = owner.next_task() {
+            owner.run_task(entry);
+        }
+        // The owner is done for good. With every process run, nothing is left for the
+        // sleeper to miss: let it out. Otherwise it must run the rest by itself.
+        let done = all_ran();
+        if done {
+            assert!(shared.begin_shutdown());
+        }
+        let sleeper = sleeper.join().unwrap();
+
+        assert!(all_ran(), "every process runs once");
+        for join in joins {
+            assert!(join.is_finished());
+        }
+        drop((owner, sleeper));
+        assert_eq!(shared.begin_shutdown(), !done);
     });
 }
