@@ -32,6 +32,12 @@
 //! thief that found nothing it could take). Watching ends after [`WATCH_QUIET_LOOKS`]
 //! watches in a row find nothing; fresh work wakes a sleeper again from then on.
 //!
+//! A watcher whose sleep ends looks once and parks again, rather than spin and yield as
+//! a searcher does: while another worker is busy it wakes every few tens of
+//! microseconds. A searcher that finds only fresh work, on the other hand, still spins
+//! until the work ripens: parking as the watcher instead left the second worker idle
+//! past the ripening (a timed sleep ends late), and skynet took about 330 ms, not 230.
+//!
 //! The handoff slot is filled only while this worker polls a process, and is emptied by
 //! step 2 right after that poll returns, so it never holds a process while the worker
 //! parks. A process can wait in the slot only for the rest of the poll that woke it; a
@@ -107,6 +113,8 @@ pub(crate) struct Local {
     quiet_watches: Cell<u32>,
     /// This worker's poll count when it last parked.
     polls_at_park: Cell<u64>,
+    /// Its last park was a watch.
+    watched: Cell<bool>,
     /// How this worker sleeps when it parks (`park.rs`).
     sleep: park::Sleep,
 }
@@ -190,6 +198,7 @@ impl Local {
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (((index as u64) << 1) | 1)),
             quiet_watches: Cell::new(0),
             polls_at_park: Cell::new(0),
+            watched: Cell::new(false),
             sleep: park::Sleep::new(),
         }
     }
@@ -406,13 +415,21 @@ impl Local {
             }
             self.searching.set(true);
         }
+        if self.just_watched() {
+            // A watch just ended: one look, then park again (and watch again, if it
+            // still should) rather than spin beside the busy workers (module docs).
+            return match self.steal() {
+                Found::Process(entry) => Some(entry),
+                Found::Fresh | Found::Nothing => None,
+            };
+        }
         let mut round = 0;
         while round < SEARCH_ROUNDS {
             match self.steal() {
                 Found::Process(entry) => return Some(entry),
                 // Work its owner is about to run, or that will soon be old enough to
-                // take: park as the watcher, to look again when it ripens.
-                Found::Fresh => return None,
+                // take: keep looking, yielding between looks, rather than park.
+                Found::Fresh => round = round.max(TIGHT_SPIN_ROUNDS),
                 Found::Nothing => round += 1,
             }
             if round < TIGHT_SPIN_ROUNDS {
@@ -532,12 +549,22 @@ impl Local {
         soonest.map_or(Look::Nothing, Look::Fresh)
     }
 
+    /// This worker's poll count.
+    fn polls(&self) -> u64 {
+        // Relaxed: this worker's own counter.
+        self.counters().polls.load(Ordering::Relaxed)
+    }
+
+    /// True if this worker's last park was a watch and it has run no process since.
+    fn just_watched(&self) -> bool {
+        self.watched.get() && self.polls() == self.polls_at_park.get()
+    }
+
     /// Whether the worker about to sleep after `look` watches (module docs), and for how
     /// long. It does if it can be the watcher and there is fresh work, or there is none
     /// but another worker is awake and the watches before found work or ran processes.
     fn watch(&self, look: Look) -> Option<Duration> {
-        // Relaxed: this worker's own counter.
-        let polls = self.counters().polls.load(Ordering::Relaxed);
+        let polls = self.polls();
         if polls != self.polls_at_park.replace(polls) {
             self.quiet_watches.set(0);
         }
@@ -575,6 +602,7 @@ impl Local {
             self.shared.timers().after_park(tick);
         }
         let idle = self.shared.idle();
+        self.watched.set(park.is_watch());
         if park.is_watch() {
             // Before this worker's next look (idle.rs).
             idle.stop_watching();
