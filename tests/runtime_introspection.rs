@@ -314,6 +314,32 @@ fn processes_queued_behind_a_long_poll_reach_a_sleeping_worker() {
     });
 }
 
+/// While one worker is busy, the idle one watches its queue for a while (waking every
+/// few tens of microseconds), then sleeps until woken: a poll that runs for 200 ms costs
+/// the idle worker a bounded number of wake-ups, not one per watch interval (some
+/// 4,000). Slow machines only make the count smaller.
+#[test]
+fn a_long_poll_does_not_keep_the_idle_worker_waking() {
+    bounded(30, || {
+        let rt = runtime(2, "quiet");
+        // Let both workers settle into sleep first.
+        thread::sleep(Duration::from_millis(20));
+        let parks_before = rt.metrics().parks;
+        rt.block_on(rt.spawn(async {
+            let until = std::time::Instant::now() + Duration::from_millis(200);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }))
+        .unwrap();
+        let parks = rt.metrics().parks - parks_before;
+        assert!(
+            parks <= 40,
+            "the idle worker parked {parks} times in 200 ms"
+        );
+    });
+}
+
 #[test]
 fn join_handles_across_runtimes() {
     bounded(20, || {
