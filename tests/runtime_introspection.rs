@@ -247,6 +247,16 @@ fn a_spawn_burst_completes_under_stealing() {
     });
 }
 
+/// Spins, never yielding, until `started` counts two: only another worker can start
+/// the other spinner. Returns the name of the thread it ran on.
+async fn spinner(started: Arc<std::sync::atomic::AtomicUsize>) -> String {
+    started.fetch_add(1, Ordering::SeqCst);
+    while started.load(Ordering::SeqCst) < 2 {
+        std::hint::spin_loop();
+    }
+    thread_name()
+}
+
 /// An idle worker leaves freshly queued processes to their owner for a moment, but no
 /// longer: two processes that each spin until the other has started need a worker each,
 /// so the second must be stolen from the queue of the worker busy with the first (a
@@ -257,14 +267,6 @@ fn processes_queued_behind_a_long_poll_are_stolen() {
         let rt = runtime(2, "long-poll");
         let steals_before = rt.metrics().steals;
         let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let spinner = |started: Arc<std::sync::atomic::AtomicUsize>| async move {
-            started.fetch_add(1, Ordering::SeqCst);
-            // Never yields: only another worker can start the other spinner.
-            while started.load(Ordering::SeqCst) < 2 {
-                std::hint::spin_loop();
-            }
-            thread_name()
-        };
         let (a, b) = rt
             .block_on(rt.spawn(async move {
                 let a = csp::spawn(spinner(started.clone()));
@@ -288,13 +290,6 @@ fn processes_queued_behind_a_long_poll_reach_a_sleeping_worker() {
         let rt = runtime(2, "long-poll-asleep");
         for busy in [0, 100, 300, 1_000, 3_000, 20_000] {
             let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let spinner = |started: Arc<std::sync::atomic::AtomicUsize>| async move {
-                started.fetch_add(1, Ordering::SeqCst);
-                while started.load(Ordering::SeqCst) < 2 {
-                    std::hint::spin_loop();
-                }
-                thread_name()
-            };
             let (a, b) = rt
                 .block_on(rt.spawn(async move {
                     // A poll that keeps its worker busy while the other one parks.

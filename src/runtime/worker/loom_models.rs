@@ -15,6 +15,7 @@ use loom::thread;
 
 use super::{Found, Local};
 use crate::runtime::Shared;
+use crate::wait::JoinHandle;
 
 /// Completes on its first poll, counting polls in its own slot of `polls`.
 struct Once {
@@ -39,22 +40,31 @@ fn drain(local: &Local) {
     }
 }
 
+/// Spawns `n` processes of `Once` from outside the pool (into the injector): their poll
+/// counts, and their handles.
+fn spawn_from_outside(
+    shared: &Arc<Shared>,
+    n: usize,
+) -> (Arc<Vec<AtomicUsize>>, Vec<JoinHandle<()>>) {
+    let polls: Arc<Vec<AtomicUsize>> = Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
+    let joins = (0..n)
+        .map(|index| {
+            let future = Once {
+                polls: polls.clone(),
+                index,
+            };
+            Shared::spawn(shared, future, Location::caller())
+        })
+        .collect();
+    (polls, joins)
+}
+
 #[test]
 fn loom_run_queue_conservation() {
     const PROCESSES: usize = 3;
     loom::model(|| {
         let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None, Default::default());
-        let polls: Arc<Vec<AtomicUsize>> =
-            Arc::new((0..PROCESSES).map(|_| AtomicUsize::new(0)).collect());
-        let joins: Vec<_> = (0..PROCESSES)
-            .map(|index| {
-                let future = Once {
-                    polls: polls.clone(),
-                    index,
-                };
-                Shared::spawn(&shared, future, Location::caller())
-            })
-            .collect();
+        let (polls, joins) = spawn_from_outside(&shared, PROCESSES);
 
         let thief = {
             let local = Local::new(shared.clone(), 1, queues.pop().unwrap());
@@ -137,17 +147,7 @@ fn loom_watcher_never_misses_fresh_work() {
     const PROCESSES: usize = 2;
     loom::model(|| {
         let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None, Default::default());
-        let polls: Arc<Vec<AtomicUsize>> =
-            Arc::new((0..PROCESSES).map(|_| AtomicUsize::new(0)).collect());
-        let joins: Vec<_> = (0..PROCESSES)
-            .map(|index| {
-                let future = Once {
-                    polls: polls.clone(),
-                    index,
-                };
-                Shared::spawn(&shared, future, Location::caller())
-            })
-            .collect();
+        let (polls, joins) = spawn_from_outside(&shared, PROCESSES);
         let all_ran = move || polls.iter().all(|p| p.load(Ordering::SeqCst) == 1);
 
         let sleeper = {
