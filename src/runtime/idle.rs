@@ -20,8 +20,8 @@
 //! queues again when it ends, so fresh work is noticed without a wake-up
 //! ([`Idle::notify_fresh`] wakes nobody while a watcher sleeps). A worker becomes a
 //! watcher only after the fence of its last look, and stops being one (decrementing the
-//! count) before the fence of its next: a notifier that saw the count at one fenced
-//! before a look that comes after its work was pushed.
+//! count) before the fence of its next look. So a notifier that read the count as one,
+//! and skipped its wake-up, fenced before that next look, which therefore sees its work.
 
 use event_listener::Event;
 
