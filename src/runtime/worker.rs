@@ -503,14 +503,11 @@ impl Local {
         // The last look (idle.rs): work that arrived on our way to sleep. Then timers:
         // fire what came due on the way, and arm the next deadline unless another parked
         // worker waits for it (timers.rs).
-        let look = if self.shared.is_shutdown() {
-            Look::Ripe
+        let look = self.look();
+        let timeout = if look == Look::Ripe || self.shared.is_shutdown() {
+            ParkTimeout::Fired
         } else {
-            self.look()
-        };
-        let timeout = match look {
-            Look::Ripe => ParkTimeout::Fired,
-            Look::Fresh(_) | Look::Nothing => self.shared.timers().before_park(),
+            self.shared.timers().before_park()
         };
         if timeout == ParkTimeout::Fired {
             idle.finish_park();
