@@ -11,7 +11,8 @@
 //!   goes to this worker's own queue, and the worker comes out of the reactor to run it
 //!   ([`Sleep::woke_self`]) instead of waking another worker to steal it;
 //! - a busy worker looks at the reactor without blocking every
-//!   [`REACTOR_POLL_INTERVAL`] rounds, so sockets are served while every worker is busy.
+//!   [`REACTOR_POLL_PERIOD`] (checking the clock every [`REACTOR_POLL_INTERVAL`]
+//!   rounds), so sockets are served while every worker is busy.
 //!
 //! Staying inside `block_on` also keeps async-io's fallback thread out of the way: that
 //! thread drives the reactor only while no `block_on` is running, or once the reactor
@@ -21,9 +22,10 @@
 //! The watcher (`idle.rs`) sleeps off the reactor, on the listener alone: it wakes every
 //! few tens of microseconds, and a timer in the reactor for each of those sleeps would
 //! wake whichever thread waits in the reactor (to re-arm its timeout) and take the
-//! reactor from it. Busy workers then found the reactor free and polled it themselves
-//! every [`REACTOR_POLL_INTERVAL`] rounds, three system calls each time: yield_many took
-//! 36 ms a sample that way, against 21 with the reactor held by a sleeping thread (whose
+//! reactor from it. Busy workers then found the reactor free and polled it themselves,
+//! several system calls each time: measured when they did so every
+//! [`REACTOR_POLL_INTERVAL`] rounds (before [`REACTOR_POLL_PERIOD`]), yield_many took 36
+//! ms a sample that way, against 21 with the reactor held by a sleeping thread (whose
 //! lock makes a busy worker's poll of it a failed `try_lock`). A worker that parks
 //! untimed still sleeps in the reactor and drives it.
 //!
@@ -115,18 +117,23 @@ mod reactor {
     use async_io::Timer;
 
     use super::*;
-    use crate::tuning::REACTOR_POLL_INTERVAL;
+    use crate::tuning::{REACTOR_POLL_INTERVAL, REACTOR_POLL_PERIOD};
 
     /// Runs `local`'s loop until shutdown inside `async_io::block_on`, sleeping in the
     /// reactor to park (module docs).
     pub(crate) fn run(local: &Local) {
         async_io::block_on(async {
+            let mut reactor_polled = Instant::now();
             loop {
                 match local.run_rounds(REACTOR_POLL_INTERVAL) {
                     Step::Ran => {
-                        // `block_on` polls the reactor without blocking before it polls
-                        // this future again.
-                        YieldOnce(false).await;
+                        let now = Instant::now();
+                        if now.duration_since(reactor_polled) >= REACTOR_POLL_PERIOD {
+                            reactor_polled = now;
+                            // `block_on` polls the reactor without blocking before it
+                            // polls this future again.
+                            YieldOnce(false).await;
+                        }
                         continue;
                     }
                     Step::Exit => return,
