@@ -4,8 +4,9 @@
 //!
 //! | value       | meaning                                     | changed by                   |
 //! |-------------|---------------------------------------------|------------------------------|
-//! | `IDLE`      | not registered anywhere                     | the owner, to `WAITING`      |
+//! | `IDLE`      | not registered anywhere                     | the owner, to `WAITING` or `WAITING_ON_ONE` |
 //! | `WAITING`   | entries are linked in channels' wait lists   | a claimer (`BUSY`), or the owner (`CANCELLED`) |
+//! | `WAITING_ON_ONE` | as `WAITING`, with one entry, in one channel | as `WAITING`          |
 //! | `BUSY`      | a claimer is moving the value               | that claimer, to `CLAIMED`   |
 //! | `CANCELLED` | the owner gave up; nobody may claim it      | the owner, back to `IDLE`     |
 //! | `CLAIMED+i` | arm `i` fired; its entry is unlinked         | the owner, back to `IDLE`     |
@@ -15,6 +16,12 @@
 //! channel it is registered on. So a flag seen `WAITING` under the owner's locks cannot
 //! become `BUSY` meanwhile, and `BUSY` is only ever seen by the owner's lock-free check
 //! (the fast path of a poll after a wake), which then takes the lock and waits for it.
+//!
+//! Claimers of a `WAITING` flag race each other (each holds the lock of a different
+//! channel), so a claim is a compare-and-swap. A flag registered on one channel only (a
+//! plain `send` or `recv`) says so with `WAITING_ON_ONE`: every change to it is then made
+//! under that one channel's lock, and a claimer takes it with a plain store, one atomic
+//! read-modify-write less on every rendezvous.
 
 use std::marker::PhantomPinned;
 use std::panic::AssertUnwindSafe;
@@ -28,9 +35,10 @@ use crate::wait::parker::{Parker, parker_arc_of, parker_of};
 
 const IDLE: usize = 0;
 const WAITING: usize = 1;
-const BUSY: usize = 2;
-const CANCELLED: usize = 3;
-const CLAIMED: usize = 4;
+const WAITING_ON_ONE: usize = 2;
+const BUSY: usize = 3;
+const CANCELLED: usize = 4;
+const CLAIMED: usize = 5;
 
 /// Who to wake when a claim completes.
 pub(crate) enum Owner {
@@ -289,6 +297,18 @@ impl Claim {
     /// under the locks of every channel it registers on, before the entries are linked.
     #[inline]
     pub(crate) fn begin_wait(&self, owner: Owner) {
+        self.open(owner, WAITING);
+    }
+
+    /// As [`begin_wait`](Self::begin_wait), for a choice that links one entry, in one
+    /// channel, under whose lock every later change to the flag is made (module docs).
+    #[inline]
+    pub(crate) fn begin_wait_on_one(&self, owner: Owner) {
+        self.open(owner, WAITING_ON_ONE);
+    }
+
+    #[inline]
+    fn open(&self, owner: Owner, waiting: usize) {
         self.set_tag(&owner);
         // SAFETY: IDLE (or a cancelled/claimed flag being reused): no claimer can reach
         // the flag, so the owner slot is ours.
@@ -297,14 +317,17 @@ impl Claim {
             .with_mut(|slot| unsafe { (*slot).replace(owner) });
         debug_assert!(previous.is_none());
         // Release: a claimer that acquires WAITING sees the owner and the entries' values.
-        self.state.store(WAITING, Ordering::Release);
+        self.state.store(waiting, Ordering::Release);
     }
 
     /// The owner, polled again while waiting, stores `fresh` as the one to wake and
     /// returns the previous one, to drop after unlocking. Called under the locks of every
     /// channel it is registered on (so no claimer is mid-way).
     pub(crate) fn replace_owner(&self, fresh: Owner) -> Option<Owner> {
-        debug_assert_eq!(self.state.load(Ordering::Relaxed), WAITING);
+        debug_assert!(matches!(
+            self.state.load(Ordering::Relaxed),
+            WAITING | WAITING_ON_ONE
+        ));
         self.set_tag(&fresh);
         // SAFETY: WAITING under all the owner's locks: no claimer holds BUSY.
         self.owner
@@ -322,7 +345,7 @@ impl Claim {
     /// Registered and not claimed or cancelled, for the wait graph: a snapshot.
     pub(crate) fn is_waiting(&self) -> bool {
         // Relaxed: a snapshot for a picture, ordering nothing.
-        self.state.load(Ordering::Relaxed) == WAITING
+        matches!(self.state.load(Ordering::Relaxed), WAITING | WAITING_ON_ONE)
     }
 
     /// Who waits on this flag, for the wait graph. Read under the lock of a channel
@@ -338,10 +361,25 @@ impl Claim {
     #[must_use]
     #[inline]
     pub(crate) fn try_claim(&self) -> bool {
-        // Acquire: see the owner's registration (owner slot, entry values).
-        self.state
-            .compare_exchange(WAITING, BUSY, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        // Relaxed: the caller's lock orders this after the registration, which the owner
+        // made under the same lock; the compare-and-swap below decides a race.
+        match self.state.load(Ordering::Relaxed) {
+            WAITING_ON_ONE => {
+                // Relaxed: every change to this flag is made under the lock the caller
+                // holds (`begin_wait_on_one`), so nobody can change it between the load
+                // and this store. The owner's lock-free look reads BUSY as pending, and
+                // `finish` publishes the outcome with a release store.
+                self.state.store(BUSY, Ordering::Relaxed);
+                true
+            }
+            // Acquire: see the owner's registration (owner slot, entry values), made
+            // under the locks of all its channels, not only the caller's.
+            WAITING => self
+                .state
+                .compare_exchange(WAITING, BUSY, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok(),
+            _ => false,
+        }
     }
 
     /// Completes a won claim for arm `arm`: returns the owner to wake (after the caller
@@ -371,9 +409,18 @@ impl Claim {
     /// its entries), `Err(arm)` if arm `arm` already fired (its entry is unlinked).
     #[inline]
     pub(crate) fn cancel(&self) -> Result<Option<Owner>, usize> {
+        // Acquire: as `seen`, should the flag have fired.
+        let waiting = match self.state.load(Ordering::Acquire) {
+            s if s >= CLAIMED => return Err(s - CLAIMED),
+            s => s,
+        };
+        debug_assert!(
+            matches!(waiting, WAITING | WAITING_ON_ONE),
+            "cancel of a flag in state {waiting}"
+        );
         match self
             .state
-            .compare_exchange(WAITING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(waiting, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => {
                 // SAFETY: CANCELLED: no claimer will touch the owner slot again.
@@ -398,7 +445,7 @@ impl std::fmt::Debug for Claim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match self.state.load(Ordering::Relaxed) {
             IDLE => "idle".to_owned(),
-            WAITING => "waiting".to_owned(),
+            WAITING | WAITING_ON_ONE => "waiting".to_owned(),
             BUSY => "busy".to_owned(),
             CANCELLED => "cancelled".to_owned(),
             s => format!("claimed(arm {})", s - CLAIMED),

@@ -166,7 +166,8 @@ impl<O: Operation> Single<O> {
                         (owner, held)
                     }
                 };
-                claim.begin_wait(owner);
+                // One entry in one channel: its lock orders every change to the flag.
+                claim.begin_wait_on_one(owner);
                 // SAFETY: the lock is held; the op is pinned and `Drop` unregisters it;
                 // the claim lives beside it in this pinned struct.
                 unsafe { op.register(NonNull::from(claim), 0, &mut wakes) };
