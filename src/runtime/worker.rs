@@ -64,6 +64,7 @@
 //! (`context::count_buffered`, one increment per buffered send), not timed.
 
 use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 #[cfg(all(test, loom))]
@@ -92,6 +93,8 @@ mod park;
 pub(crate) struct Local {
     index: usize,
     shared: Arc<Shared>,
+    /// This worker's counters in `shared`, reached without indexing on every poll.
+    counters: NonNull<WorkerCounters>,
     queue: LocalQueue,
     /// The handoff slot (module docs).
     handoff: Cell<Option<Notified>>,
@@ -186,6 +189,7 @@ impl Local {
     pub(crate) fn new(shared: Arc<Shared>, index: usize, queue: LocalQueue) -> Local {
         Local {
             index,
+            counters: NonNull::from(shared.counters(index)),
             shared,
             queue,
             handoff: Cell::new(None),
@@ -218,8 +222,10 @@ impl Local {
         std::ptr::eq(&*self.shared, shared)
     }
 
+    #[inline]
     pub(crate) fn counters(&self) -> &WorkerCounters {
-        self.shared.counters(self.index)
+        // SAFETY: it points into `self.shared`, which `self` keeps alive.
+        unsafe { self.counters.as_ref() }
     }
 
     /// Puts a process of this worker's runtime on this worker.
