@@ -12,7 +12,10 @@
 //!   ([`Sleep::woke_self`]) instead of waking another worker to steal it;
 //! - a busy worker looks at the reactor without blocking every
 //!   [`REACTOR_POLL_PERIOD`] (checking the clock every [`REACTOR_POLL_INTERVAL`]
-//!   rounds), so sockets are served while every worker is busy.
+//!   rounds), so sockets are served while every worker is busy. Since that is longer
+//!   than async-io's fallback thread lets the reactor go undriven (50 µs), a runtime
+//!   that stays busy soon has that thread in the reactor, serving sockets from there,
+//!   and a busy worker's look finds the reactor locked and costs nothing.
 //!
 //! Staying inside `block_on` also keeps async-io's fallback thread out of the way: that
 //! thread drives the reactor only while no `block_on` is running, or once the reactor
