@@ -412,12 +412,10 @@ impl Claim {
         // Acquire: as `seen`, should the flag have fired.
         let waiting = match self.state.load(Ordering::Acquire) {
             s if s >= CLAIMED => return Err(s - CLAIMED),
-            s => s,
+            s @ (WAITING | WAITING_ON_ONE) => s,
+            // Under all the owner's locks no claimer is mid-way (module docs).
+            s => unreachable!("csp: a claim flag was cancelled in state {s}"),
         };
-        debug_assert!(
-            matches!(waiting, WAITING | WAITING_ON_ONE),
-            "cancel of a flag in state {waiting}"
-        );
         match self
             .state
             .compare_exchange(waiting, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
