@@ -53,14 +53,7 @@ impl Idle {
 
     /// New work is in a queue: wake one sleeper unless some worker is already searching.
     pub(crate) fn notify_work(&self) {
-        // SeqCst: orders the caller's push before the two loads below, against the fence
-        // in a worker's last look (module docs).
-        fence(Ordering::SeqCst);
-        // Relaxed: the fence above orders these loads.
-        if self.searching.load(Ordering::Relaxed) == 0 && self.sleepers.load(Ordering::Relaxed) > 0
-        {
-            self.event.notify(1);
-        }
+        self.notify_one(false);
     }
 
     /// New work is in the caller's own queue, where thieves leave it for a grace: as
@@ -68,12 +61,19 @@ impl Idle {
     /// will look when its timeout ends, by when the work can be stolen).
     #[inline]
     pub(crate) fn notify_fresh(&self) {
-        // SeqCst: as in `notify_work`, and against the fence a watcher passes after it
-        // stops watching (module docs).
+        self.notify_one(true);
+    }
+
+    /// Wakes one sleeper unless some worker is searching, or (`fresh`) a watcher sleeps.
+    #[inline]
+    fn notify_one(&self, fresh: bool) {
+        // SeqCst: orders the caller's push before the loads below, against the fence in
+        // a worker's last look, and the one a watcher passes after it stops watching
+        // (module docs).
         fence(Ordering::SeqCst);
         // Relaxed: the fence above orders these loads.
         if self.searching.load(Ordering::Relaxed) == 0
-            && self.watchers.load(Ordering::Relaxed) == 0
+            && !(fresh && self.watchers.load(Ordering::Relaxed) > 0)
             && self.sleepers.load(Ordering::Relaxed) > 0
         {
             self.event.notify(1);

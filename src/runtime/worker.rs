@@ -593,10 +593,7 @@ impl Local {
             _ => None,
         };
         let watch = park.watch.map(|watch| Instant::now() + watch);
-        match (timer, watch) {
-            (Some(timer), Some(watch)) => Some(timer.min(watch)),
-            (timer, watch) => timer.or(watch),
-        }
+        timer.into_iter().chain(watch).min()
     }
 
     /// The worker woke up from the sleep `prepare_park` prepared.

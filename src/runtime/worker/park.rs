@@ -26,11 +26,11 @@
 //! few tens of microseconds, and a timer in the reactor for each of those sleeps would
 //! wake whichever thread waits in the reactor (to re-arm its timeout) and take the
 //! reactor from it. Busy workers then found the reactor free and polled it themselves,
-//! several system calls each time: measured when they did so every
-//! [`REACTOR_POLL_INTERVAL`] rounds (before [`REACTOR_POLL_PERIOD`]), yield_many took 36
-//! ms a sample that way, against 21 with the reactor held by a sleeping thread (whose
-//! lock makes a busy worker's poll of it a failed `try_lock`). A worker that parks
-//! untimed still sleeps in the reactor and drives it.
+//! several system calls each time (this was measured when they polled every
+//! [`REACTOR_POLL_INTERVAL`] rounds, before [`REACTOR_POLL_PERIOD`]): yield_many took
+//! 36 ms a sample, against 21 with the reactor held by a sleeping thread (whose lock
+//! makes a busy worker's poll of it a failed `try_lock`). A worker that parks untimed
+//! still sleeps in the reactor and drives it.
 //!
 //! Without the feature (or under loom), the worker blocks on the listener itself, and
 //! async-io (if the program uses it at all) drives its reactor from its own thread. The
