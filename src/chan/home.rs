@@ -51,6 +51,7 @@ impl Home {
         }
     }
 
+    #[inline]
     pub(crate) fn is_foreign(&self) -> bool {
         // Relaxed: read when recording a wait; a later turn bumps the epoch.
         self.0.load(Ordering::Relaxed) == FOREIGN

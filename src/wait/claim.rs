@@ -24,6 +24,7 @@
 //! read-modify-write less on every rendezvous.
 
 use std::marker::PhantomPinned;
+use std::mem::ManuallyDrop;
 use std::panic::AssertUnwindSafe;
 use std::task::Waker;
 
@@ -266,8 +267,11 @@ pub(crate) enum Seen {
 pub(crate) struct Claim {
     state: AtomicUsize,
     /// Written by the owner while `IDLE` (or `WAITING` under all its locks); taken by
-    /// the claimer that moved the flag to `BUSY`.
-    owner: UnsafeCell<Option<Owner>>,
+    /// the claimer that moved the flag to `BUSY`. `ManuallyDrop`: `Drop` takes an owner
+    /// left here and drops it, after which the cell holds `None` and has nothing to
+    /// drop; without it, every drop of a flag would carry the glue of an `Owner`'s drop
+    /// (too big to inline) for a slot that is almost always empty.
+    owner: ManuallyDrop<UnsafeCell<Option<Owner>>>,
     /// The owner's [`OwnerTag`], written with it. A std atomic, not loom's: it orders
     /// nothing, and only the wait graph reads it.
     tag: std::sync::atomic::AtomicU64,
@@ -287,7 +291,7 @@ impl Claim {
     pub(crate) fn new() -> Claim {
         Claim {
             state: AtomicUsize::new(IDLE),
-            owner: UnsafeCell::new(None),
+            owner: ManuallyDrop::new(UnsafeCell::new(None)),
             tag: std::sync::atomic::AtomicU64::new(0),
             _pinned: PhantomPinned,
         }
@@ -464,7 +468,9 @@ impl Drop for Claim {
 }
 
 impl Claim {
-    /// The rare drop of an owner a flag still held, out of the way of the common one.
+    /// The rare drop of an owner a flag still held, out of the way of the common one. The
+    /// cell is left holding `None`, which needs no drop of its own (the field is
+    /// `ManuallyDrop`).
     #[cold]
     #[inline(never)]
     fn drop_owner(&mut self) {
