@@ -157,6 +157,7 @@ unsafe fn claim_first<U>(
 impl<T> State<T> {
     /// The next value for a receiver: a returned one, a buffered one (refilling the
     /// buffer from a waiting sender), or a waiting sender's (rendezvous).
+    #[inline]
     pub(crate) fn take(&mut self, own: Option<&Claim>, wakes: &mut Wakes) -> Option<T> {
         if let Some(value) = self.returned.pop_front() {
             return Some(value);
