@@ -64,6 +64,11 @@ impl Scheduler for Shared {
     fn id(&self) -> u64 {
         self.id
     }
+
+    #[inline]
+    fn blank_wait(&self) -> u64 {
+        crate::wait::record::blank_wait(self.id)
+    }
 }
 
 impl Shared {

@@ -96,9 +96,12 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     /// # Safety
     /// The caller must own the future (`Running`).
     unsafe fn poll_future(&self) -> Option<Result<F::Output, JoinError>> {
-        // Relaxed: the wait word is read only by dumps; this poll records afresh what
-        // the process blocks on.
-        self.cell().header.wait.store(0, Ordering::Relaxed);
+        let header = &self.cell().header;
+        // SAFETY: the vtable was made for `S`.
+        let blank = unsafe { header.scheduler.get::<S>() }.blank_wait();
+        // Relaxed: the wait word is read only by dumps and deadlock detection; this poll
+        // records afresh what the process blocks on.
+        header.wait.store(blank, Ordering::Relaxed);
         let waker = waker_ref(self.cell.cast());
         let mut cx = Context::from_waker(&waker);
         let polled = panic::catch_unwind(AssertUnwindSafe(|| {

@@ -42,6 +42,12 @@ pub(crate) trait Scheduler: Send + Sync + Sized + 'static {
 
     /// The runtime's id (unique, never 0), for wait records and dumps.
     fn id(&self) -> u64;
+
+    /// The wait word a poll of one of the runtime's processes starts from: no wait
+    /// recorded yet, but stamped with what every wait the poll records carries whatever
+    /// it waits on (`wait/record.rs`), so that recording one costs no look-up of the
+    /// process's runtime.
+    fn blank_wait(&self) -> u64;
 }
 
 /// A process's counted reference to its scheduler, of a type the header does not name:

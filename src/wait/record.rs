@@ -12,6 +12,12 @@
 //! One poll may record several waits (a future that selects between csp operations):
 //! the last names the wait, and the foreign bit stays set once any of them set it, so a
 //! wait that something outside may end is never hidden by another.
+//!
+//! A process's poll starts from a blank word that already carries the epoch
+//! ([`blank_wait`], stored by the poll harness, which knows the runtime without a
+//! look-up), and a wait recorded in the poll keeps it: the epoch at the poll's start,
+//! no later than the one when the wait is recorded, so a wait that a bump makes stale
+//! still reads as stale. A `block_on` future's wait is stamped when recorded.
 
 use std::fmt;
 use std::task::Waker;
@@ -55,11 +61,17 @@ impl WaitOn {
     /// a process of another runtime).
     #[inline]
     pub(crate) fn encode(self, foreign: bool, runtime: u64) -> u64 {
-        let epoch = (crate::wait::epoch::foreign_epoch(runtime) & EPOCH_MASK) << EPOCH_SHIFT;
-        let foreign = if foreign { FOREIGN } else { 0 };
-        self.encode_bare() | foreign | epoch
+        self.encode_unstamped(foreign) | blank_wait(runtime)
     }
 
+    /// The wait word's kind, payload and foreign bit, without the epoch.
+    #[inline]
+    fn encode_unstamped(self, foreign: bool) -> u64 {
+        let foreign = if foreign { FOREIGN } else { 0 };
+        self.encode_bare() | foreign
+    }
+
+    #[inline]
     fn encode_bare(self) -> u64 {
         let (kind, payload) = match self {
             WaitOn::Recv { channel } => (1, channel),
@@ -136,11 +148,19 @@ pub(crate) fn record_for(owner: &Owner, wait: WaitOn, foreign: bool) {
 
 #[inline]
 fn record_process(process: RawTask, wait: WaitOn, foreign: bool) {
-    let word = wait.encode(foreign, process.runtime_id());
     let slot = &process.header().wait;
     // Relaxed: see the module docs; only the polling thread writes the word while the
-    // poll runs.
-    slot.store(merge(slot.load(Ordering::Relaxed), word), Ordering::Relaxed);
+    // poll runs. The epoch is the one the poll started with (module docs).
+    let old = slot.load(Ordering::Relaxed);
+    slot.store(restamp(old, wait, foreign), Ordering::Relaxed);
+}
+
+/// The word of a process's poll that recorded `old` (or started from it blank) once it
+/// records `wait`: the epoch the poll started with is kept (module docs).
+#[inline]
+fn restamp(old: u64, wait: WaitOn, foreign: bool) -> u64 {
+    let stamp = old & (EPOCH_MASK << EPOCH_SHIFT);
+    merge(old, wait.encode_unstamped(foreign) | stamp)
 }
 
 #[inline]
@@ -166,7 +186,15 @@ pub(crate) fn record_join(waker: &Waker, process: u64, runtime: u64, blocking: b
     record(waker, WaitOn::Join { process }, foreign);
 }
 
+/// The wait word a poll of a process of runtime `runtime` starts from: nothing recorded,
+/// stamped with the runtime's foreign epoch now (module docs).
+#[inline]
+pub(crate) fn blank_wait(runtime: u64) -> u64 {
+    (crate::wait::epoch::foreign_epoch(runtime) & EPOCH_MASK) << EPOCH_SHIFT
+}
+
 /// The wait word after a poll that recorded `old` records `new` (module docs).
+#[inline]
 fn merge(old: u64, new: u64) -> u64 {
     new | (old & FOREIGN)
 }
@@ -203,6 +231,29 @@ mod tests {
             Recorded::Open
         );
         assert_eq!(WaitOn::classify(merge(0, internal), 1), Recorded::Internal);
+        // A poll's blank word records nothing; a wait recorded on it keeps its epoch
+        // (a made-up one here: 5), and a foreign wait recorded earlier in the poll.
+        assert_eq!(WaitOn::decode(blank_wait(1)), None);
+        assert_eq!(WaitOn::classify(blank_wait(1), 1), Recorded::Open);
+        assert_eq!(
+            WaitOn::classify(
+                restamp(blank_wait(1), WaitOn::Send { channel: 3 }, false),
+                1
+            ),
+            Recorded::Internal
+        );
+        let stamped = 5 << EPOCH_SHIFT;
+        let recorded = restamp(stamped, WaitOn::Send { channel: 3 }, false);
+        assert_eq!(WaitOn::decode(recorded), Some(WaitOn::Send { channel: 3 }));
+        assert_eq!(recorded & (EPOCH_MASK << EPOCH_SHIFT), stamped);
+        let foreign_first = restamp(stamped, WaitOn::Recv { channel: 2 }, true);
+        let then_internal = restamp(foreign_first, WaitOn::Recv { channel: 4 }, false);
+        assert_eq!(
+            WaitOn::decode(then_internal),
+            Some(WaitOn::Recv { channel: 4 })
+        );
+        assert_eq!(then_internal & FOREIGN, FOREIGN);
+        assert_eq!(then_internal & (EPOCH_MASK << EPOCH_SHIFT), stamped);
         assert_eq!(
             WaitOn::Recv { channel: 7 }.to_string(),
             "recv on channel #7"
