@@ -37,8 +37,11 @@ pub(crate) fn internal_waker(raw: RawTask) -> Waker {
 /// The process behind `waker`, if it is a csp process waker.
 #[inline]
 pub(crate) fn process_of(waker: &Waker) -> Option<RawTask> {
+    // By address: the tables are statics, so a csp waker points at one of them, and
+    // nothing else can (their functions are private). Comparing by value would compare
+    // four function pointers for each.
     let vtable = waker.vtable();
-    if vtable != &WAKER_VTABLE && vtable != &INTERNAL_WAKER_VTABLE {
+    if !std::ptr::eq(vtable, &WAKER_VTABLE) && !std::ptr::eq(vtable, &INTERNAL_WAKER_VTABLE) {
         return None;
     }
     let ptr = NonNull::new(waker.data().cast_mut().cast::<Header>())?;

@@ -127,8 +127,10 @@ impl Parker {
 
 /// The parker behind `waker`, if it is a `block_on` (or blocking call) waker.
 pub(crate) fn parker_of(waker: &Waker) -> Option<&Parker> {
+    // By address, as `task::waker::process_of`: the tables are statics with private
+    // functions.
     let vtable = waker.vtable();
-    if vtable != &PARKER_VTABLE && vtable != &INTERNAL_PARKER_VTABLE {
+    if !std::ptr::eq(vtable, &PARKER_VTABLE) && !std::ptr::eq(vtable, &INTERNAL_PARKER_VTABLE) {
         return None;
     }
     // SAFETY: such a waker's data is a live `Arc<Parker>` pointer, alive as long as the
