@@ -36,6 +36,16 @@ impl Home {
     pub(crate) fn note_use(&self) {
         // Relaxed: the value only ever changes to FOREIGN, once.
         let home = self.0.load(Ordering::Relaxed);
+        // Equal only when used by a process (or `block_on` future) of its runtime, the
+        // common case, one test inline; anything else is sorted out of line.
+        if home != context::polling_word() {
+            self.note_use_elsewhere(home);
+        }
+    }
+
+    /// `note_use` when the channel is foreign already, or used outside its runtime.
+    #[inline(never)]
+    fn note_use_elsewhere(&self, home: u64) {
         if home != FOREIGN && home != context::polling_runtime() {
             self.mark();
         }

@@ -80,6 +80,14 @@ pub(crate) fn polling_runtime() -> u64 {
     }
 }
 
+/// [`POLLING`] as it is: the id of the runtime being polled, 0, or a value that is
+/// neither while csp polls nothing. For a hot test that a value is the runtime being
+/// polled (`chan/home.rs`) without mapping the last case to 0 first.
+#[inline]
+pub(crate) fn polling_word() -> u64 {
+    POLLING.try_with(Cell::get).unwrap_or(NOT_POLLING)
+}
+
 /// Counts a value this thread put in a channel's buffer ([`buffered`]).
 #[inline]
 pub(crate) fn count_buffered() {
