@@ -6,7 +6,7 @@
 //! |---------|----------------------------------------------------------------------|
 //! | 60..=63 | kind (`WaitOn` variant; 0: nothing recorded)                         |
 //! | 59      | foreign: something outside the runtime may complete the wait         |
-//! | 32..=58 | the runtime's foreign epoch when recorded (low 27 bits, `epoch.rs`) |
+//! | 32..=58 | the runtime's foreign epoch as the recording poll began (low 27 bits, `epoch.rs`) |
 //! | 0..=31  | payload: a channel or process id (dumps show ids past 2^32 truncated), or an alt's channel count |
 //!
 //! One poll may record several waits (a future that selects between csp operations):
@@ -235,13 +235,6 @@ mod tests {
         // (a made-up one here: 5), and a foreign wait recorded earlier in the poll.
         assert_eq!(WaitOn::decode(blank_wait(1)), None);
         assert_eq!(WaitOn::classify(blank_wait(1), 1), Recorded::Open);
-        assert_eq!(
-            WaitOn::classify(
-                restamp(blank_wait(1), WaitOn::Send { channel: 3 }, false),
-                1
-            ),
-            Recorded::Internal
-        );
         let stamped = 5 << EPOCH_SHIFT;
         let recorded = restamp(stamped, WaitOn::Send { channel: 3 }, false);
         assert_eq!(WaitOn::decode(recorded), Some(WaitOn::Send { channel: 3 }));
