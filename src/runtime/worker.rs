@@ -229,25 +229,36 @@ impl Local {
     }
 
     /// Puts a process of this worker's runtime on this worker.
+    #[inline(always)]
     pub(crate) fn schedule(&self, entry: Notified, how: Schedule) {
         match how {
-            // To the back of the queue, never the slot; no wake-up of another worker, as
-            // this one is busy with exactly this work.
-            Schedule::Yield => self.enqueue(entry),
+            Schedule::Yield => self.requeue(entry),
             Schedule::Wake | Schedule::Spawn if context::is_polling() => {
                 self.handoff_filled_at.set(context::buffered());
                 if let Some(previous) = self.handoff.replace(Some(entry)) {
                     self.displace(previous);
                 }
             }
-            Schedule::Wake | Schedule::Spawn => {
-                self.enqueue(entry);
-                // A socket's waker run by the reactor this worker sleeps in: the worker
-                // wakes up for it itself (`park.rs`).
-                if !self.sleep.woke_self() {
-                    self.shared.idle().notify_fresh();
-                }
-            }
+            Schedule::Wake | Schedule::Spawn => self.schedule_idle(entry),
+        }
+    }
+
+    /// A process woken during its own poll: to the back of the queue, never the slot;
+    /// no wake-up of another worker, as this one is busy with exactly this work.
+    #[inline(never)]
+    fn requeue(&self, entry: Notified) {
+        self.enqueue(entry);
+    }
+
+    /// A wake or spawn on this worker while it polls nothing (a timer, a socket's
+    /// waker, a drop between polls): to the queue, where another worker may take it.
+    #[inline(never)]
+    fn schedule_idle(&self, entry: Notified) {
+        self.enqueue(entry);
+        // A socket's waker run by the reactor this worker sleeps in: the worker wakes up
+        // for it itself (`park.rs`).
+        if !self.sleep.woke_self() {
+            self.shared.idle().notify_fresh();
         }
     }
 
