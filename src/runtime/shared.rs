@@ -172,14 +172,15 @@ impl Shared {
                 return;
             }
         }
-        Shared::schedule_remote(this, entry);
+        // The reference is taken here, so that `this` itself (the process's, lent) can
+        // stay in a register rather than be passed by address.
+        Shared::schedule_remote(Arc::clone(this), entry);
     }
 
     /// [`schedule`](Self::schedule) from a thread that is not one of this runtime's
     /// workers: to the injector.
     #[inline(never)]
-    fn schedule_remote(this: &Arc<Shared>, entry: Notified) {
-        let this = Arc::clone(this);
+    fn schedule_remote(this: Arc<Shared>, entry: Notified) {
         this.push_remote(entry);
     }
 
