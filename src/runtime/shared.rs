@@ -57,6 +57,7 @@ impl Scheduler for Shared {
         Shared::schedule(this, entry, how);
     }
 
+    #[inline]
     fn release(&self, task: RawTask) -> bool {
         self.registry.remove(task)
     }

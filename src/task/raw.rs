@@ -106,6 +106,7 @@ impl RawTask {
     ///
     /// # Safety
     /// The caller must own the reference it releases and not use this pointer after.
+    #[inline]
     pub(crate) unsafe fn drop_reference(self) {
         if self.state().ref_dec() {
             // SAFETY: that was the last reference; nobody else can reach the process.

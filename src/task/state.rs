@@ -347,6 +347,7 @@ impl State {
     /// Running/Yielding → complete, by the owner of the future after storing the
     /// output. Returns the word as it was just before, so the caller knows whether a
     /// `JoinHandle` waits and whether its waker is stored.
+    #[inline]
     pub(crate) fn transition_to_complete(&self) -> Snapshot {
         self.update(|s| {
             debug_assert!(matches!(s.lifecycle(), RUNNING | YIELDING), "{s:?}");
@@ -446,6 +447,7 @@ impl State {
 
     /// Publishes the waker the `JoinHandle` just stored. Fails, leaving the slot with
     /// the handle, if the process completed meanwhile.
+    #[inline]
     pub(crate) fn set_join_waker(&self) -> Result<(), Snapshot> {
         self.update(|s| {
             debug_assert!(s.has_join_interest() && !s.has_join_waker(), "{s:?}");
@@ -469,6 +471,7 @@ impl State {
     }
 
     /// The `JoinHandle` is dropped.
+    #[inline]
     pub(crate) fn unset_join_interest(&self) -> JoinDrop {
         self.update(|s| {
             debug_assert!(s.has_join_interest(), "{s:?}");
