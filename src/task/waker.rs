@@ -38,7 +38,9 @@ pub(crate) fn internal_waker(raw: RawTask) -> Waker {
 #[inline]
 pub(crate) fn process_of(waker: &Waker) -> Option<RawTask> {
     let vtable = waker.vtable();
-    if vtable != &WAKER_VTABLE && vtable != &INTERNAL_WAKER_VTABLE {
+    // By address: the vtables are statics, so one address each, and `==` on the
+    // references would compare their four function pointers one by one.
+    if !std::ptr::eq(vtable, &WAKER_VTABLE) && !std::ptr::eq(vtable, &INTERNAL_WAKER_VTABLE) {
         return None;
     }
     let ptr = NonNull::new(waker.data().cast_mut().cast::<Header>())?;
