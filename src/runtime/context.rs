@@ -12,42 +12,65 @@ use crate::runtime::worker::Local;
 /// Set inside `block_on` and on blocking-pool threads.
 type Entered = RefCell<Option<Handle>>;
 
-/// [`POLLING`]'s value while csp polls nothing on this thread.
+/// [`Thread::polling`]'s value while csp polls nothing on this thread.
 const NOT_POLLING: u64 = u64::MAX;
+
+/// What csp keeps on every thread besides [`ENTERED`]: plain cells with nothing to drop,
+/// in one thread-local, so that reading any of them is one load, and a wake or a worker
+/// round that reads several finds them all through one address.
+struct Thread {
+    /// The worker whose loop runs on this thread, for the loop's lifetime.
+    worker: Cell<Option<NonNull<Local>>>,
+    /// While csp polls a process or a `block_on` future (or a blocking call's) on this
+    /// thread, the id of the runtime it belongs to (0: none); else [`NOT_POLLING`]. Read
+    /// by every channel operation (`chan/home.rs`).
+    polling: Cell<u64>,
+    /// Values this thread put in channel buffers, wrapping: how much a poll sent on
+    /// after it woke a process into the handoff slot (`worker.rs`).
+    buffered: Cell<u32>,
+}
+
+impl Thread {
+    const fn new() -> Thread {
+        Thread {
+            worker: Cell::new(None),
+            polling: Cell::new(NOT_POLLING),
+            buffered: Cell::new(0),
+        }
+    }
+}
 
 #[cfg(not(loom))]
 std::thread_local! {
     static ENTERED: Entered = const { RefCell::new(None) };
-    /// The worker whose loop runs on this thread, for the loop's lifetime. Kept apart
-    /// from [`ENTERED`], which has a destructor, so that reading it (every wake does)
-    /// is one load.
-    static WORKER: Cell<Option<NonNull<Local>>> = const { Cell::new(None) };
-    /// While csp polls a process or a `block_on` future (or a blocking call's) on this
-    /// thread, the id of the runtime it belongs to (0: none); else [`NOT_POLLING`]. A
-    /// thread-local of its own with nothing to drop, so that reading it, as every
-    /// channel operation does (`chan/home.rs`), is one load.
-    static POLLING: Cell<u64> = const { Cell::new(NOT_POLLING) };
-    /// Values this thread put in channel buffers, wrapping: how much a poll sent on
-    /// after it woke a process into the handoff slot (`worker.rs`).
-    static BUFFERED: Cell<u32> = const { Cell::new(0) };
+    /// Kept apart from [`ENTERED`], which has a destructor, so that reading it is one
+    /// load.
+    static THREAD: Thread = const { Thread::new() };
 }
 
 // loom's `thread_local!` has no `const` form.
 #[cfg(loom)]
 crate::loom::thread_local! {
     static ENTERED: Entered = RefCell::new(None);
-    static WORKER: Cell<Option<NonNull<Local>>> = Cell::new(None);
-    static POLLING: Cell<u64> = Cell::new(NOT_POLLING);
-    static BUFFERED: Cell<u32> = Cell::new(0);
+    static THREAD: Thread = Thread::new();
 }
 
 /// Calls `f` with the worker running on this thread, if any.
 #[inline]
 pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Local>) -> R) -> R {
-    let worker = WORKER.try_with(Cell::get).ok().flatten();
-    // SAFETY: the pointer is set only while the worker's `Local` lives on this thread's
-    // stack (see `WorkerGuard`), and `Local` is only used from this thread.
-    f(worker.map(|ptr| unsafe { ptr.as_ref() }))
+    // SAFETY: the pointer is valid now, on this thread (`worker_ptr`), and `f` runs now,
+    // on this thread, with a borrow that cannot outlive the call.
+    f(worker_ptr().map(|ptr| unsafe { ptr.as_ref() }))
+}
+
+/// The worker running on this thread, if any: valid on this thread until its worker
+/// loop returns, which it cannot do while the caller runs inside it. For the hot paths
+/// that must not go through a closure (`Shared::schedule`); else use [`with_worker`].
+#[inline(always)]
+pub(crate) fn worker_ptr() -> Option<NonNull<Local>> {
+    // The pointer is set only while the worker's `Local` lives on this thread's stack
+    // (see `WorkerGuard`), and `Local` is only used from this thread.
+    THREAD.try_with(|thread| thread.worker.get()).ok().flatten()
 }
 
 /// The handle of the runtime this thread is in.
@@ -65,8 +88,8 @@ pub(crate) fn current_handle() -> Option<Handle> {
 /// while it runs a process, when the processes it wakes go to its handoff slot).
 #[inline]
 pub(crate) fn is_polling() -> bool {
-    POLLING
-        .try_with(|polling| polling.get() != NOT_POLLING)
+    THREAD
+        .try_with(|thread| thread.polling.get() != NOT_POLLING)
         .unwrap_or(false)
 }
 
@@ -74,31 +97,33 @@ pub(crate) fn is_polling() -> bool {
 /// when it polls none (a plain thread, another executor, a blocking-pool closure).
 #[inline]
 pub(crate) fn polling_runtime() -> u64 {
-    match POLLING.try_with(Cell::get) {
+    match THREAD.try_with(|thread| thread.polling.get()) {
         Ok(NOT_POLLING) | Err(_) => 0,
         Ok(runtime) => runtime,
     }
 }
 
-/// [`POLLING`] as it is: the id of the runtime being polled, 0, or a value that is
-/// neither while csp polls nothing. For a hot test that a value is the runtime being
+/// [`Thread::polling`] as it is: the id of the runtime being polled, 0, or a value that
+/// is neither while csp polls nothing. For a hot test that a value is the runtime being
 /// polled (`chan/home.rs`) without mapping the last case to 0 first.
 #[inline]
 pub(crate) fn polling_word() -> u64 {
-    POLLING.try_with(Cell::get).unwrap_or(NOT_POLLING)
+    THREAD
+        .try_with(|thread| thread.polling.get())
+        .unwrap_or(NOT_POLLING)
 }
 
 /// Counts a value this thread put in a channel's buffer ([`buffered`]).
 #[inline]
 pub(crate) fn count_buffered() {
-    let _ = BUFFERED.try_with(|count| count.set(count.get().wrapping_add(1)));
+    let _ = THREAD.try_with(|thread| thread.buffered.set(thread.buffered.get().wrapping_add(1)));
 }
 
 /// Values this thread has put in channel buffers so far, wrapping: the difference of
 /// two readings is how many it put between them.
 #[inline]
 pub(crate) fn buffered() -> u32 {
-    BUFFERED.try_with(Cell::get).unwrap_or(0)
+    THREAD.try_with(|thread| thread.buffered.get()).unwrap_or(0)
 }
 
 /// Panics with advice if csp is polling on this thread: blocking it would stall every
@@ -120,14 +145,14 @@ impl WorkerGuard {
     /// # Safety
     /// `local` must outlive the guard and stay on this thread.
     pub(crate) unsafe fn new(local: &Local) -> WorkerGuard {
-        WORKER.with(|worker| worker.set(Some(NonNull::from(local))));
+        THREAD.with(|thread| thread.worker.set(Some(NonNull::from(local))));
         WorkerGuard(())
     }
 }
 
 impl Drop for WorkerGuard {
     fn drop(&mut self) {
-        let _ = WORKER.try_with(|worker| worker.set(None));
+        let _ = THREAD.try_with(|thread| thread.worker.set(None));
     }
 }
 
@@ -158,13 +183,13 @@ pub(crate) struct PollingGuard {
 #[inline]
 pub(crate) fn polling(runtime: u64) -> PollingGuard {
     debug_assert_ne!(runtime, NOT_POLLING);
-    let previous = POLLING.with(|polling| polling.replace(runtime));
+    let previous = THREAD.with(|thread| thread.polling.replace(runtime));
     PollingGuard { previous }
 }
 
 impl Drop for PollingGuard {
     #[inline]
     fn drop(&mut self) {
-        let _ = POLLING.try_with(|polling| polling.set(self.previous));
+        let _ = THREAD.try_with(|thread| thread.polling.set(self.previous));
     }
 }

@@ -56,6 +56,7 @@ pub(crate) struct WorkerCounters {
 }
 
 /// Adds one to a counter that only the calling thread writes.
+#[inline]
 pub(crate) fn bump(counter: &AtomicU64) {
     // Relaxed load and store, not an atomic add: there is a single writer, and readers
     // only need some recent value.

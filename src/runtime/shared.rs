@@ -52,11 +52,12 @@ pub(crate) struct Shared {
 impl Scheduler for Shared {
     type JoinWaiter = crate::wait::join::JoinHooks;
 
-    #[inline]
+    #[inline(always)]
     fn schedule(this: &Arc<Shared>, entry: Notified, how: Schedule) {
         Shared::schedule(this, entry, how);
     }
 
+    #[inline]
     fn release(&self, task: RawTask) -> bool {
         self.registry.remove(task)
     }
@@ -165,19 +166,28 @@ impl Shared {
     /// keeps the runtime alive (a wake's reference became the entry's, which a shutdown
     /// may drop at once), so the remote path holds its own reference while it finishes.
     /// A worker's own `Local` keeps its runtime alive, so the local path takes none.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn schedule(this: &Arc<Shared>, entry: Notified, how: Schedule) {
-        let entry = context::with_worker(|local| match local {
-            Some(local) if local.belongs_to(this) => {
+        // Not `context::with_worker`: the compiler leaves that closure out of line, and
+        // with it the constant `how` of the wake path (raw.rs's vtable).
+        if let Some(local) = context::worker_ptr() {
+            // SAFETY: this thread's worker, used on this thread, within its loop.
+            let local = unsafe { local.as_ref() };
+            if local.belongs_to(this) {
                 local.schedule(entry, how);
-                None
+                return;
             }
-            _ => Some(entry),
-        });
-        if let Some(entry) = entry {
-            let this = Arc::clone(this);
-            this.push_remote(entry);
         }
+        // The reference is taken here, so that `this` itself (the process's, lent) can
+        // stay in a register rather than be passed by address.
+        Shared::schedule_remote(Arc::clone(this), entry);
+    }
+
+    /// [`schedule`](Self::schedule) from a thread that is not one of this runtime's
+    /// workers: to the injector.
+    #[inline(never)]
+    fn schedule_remote(this: Arc<Shared>, entry: Notified) {
+        this.push_remote(entry);
     }
 
     fn push_remote(&self, entry: Notified) {

@@ -93,6 +93,8 @@ mod park;
 pub(crate) struct Local {
     index: usize,
     shared: Arc<Shared>,
+    /// `shared`'s id, which every poll marks the thread with (`context::polling`).
+    runtime_id: u64,
     /// This worker's counters in `shared`, reached without indexing on every poll.
     counters: NonNull<WorkerCounters>,
     queue: LocalQueue,
@@ -106,9 +108,11 @@ pub(crate) struct Local {
     /// Processes the current poll pushed out of the slot, not yet in the queue (module
     /// docs); empty between polls. Its capacity is reserved once.
     displaced: RefCell<Vec<Notified>>,
-    /// Scheduling ticks, for the periodic injector check.
+    /// Scheduling ticks left until the periodic injector check.
     tick: Cell<u32>,
-    /// This worker counts in `Idle`'s searching count.
+    /// This worker counts in `Idle`'s searching count. Never while the handoff slot is
+    /// full: the slot fills only during a poll, and a worker stops searching before it
+    /// polls.
     searching: Cell<bool>,
     /// xorshift state for picking steal victims.
     rng: Cell<u64>,
@@ -190,13 +194,14 @@ impl Local {
         Local {
             index,
             counters: NonNull::from(shared.counters(index)),
+            runtime_id: shared.id(),
             shared,
             queue,
             handoff: Cell::new(None),
             handoff_streak: Cell::new(0),
             handoff_filled_at: Cell::new(0),
             displaced: RefCell::new(Vec::with_capacity(DISPLACED_BATCH)),
-            tick: Cell::new(0),
+            tick: Cell::new(GLOBAL_QUEUE_INTERVAL),
             searching: Cell::new(false),
             // Any odd, index-dependent seed: victims need only differ between workers.
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (((index as u64) << 1) | 1)),
@@ -229,25 +234,36 @@ impl Local {
     }
 
     /// Puts a process of this worker's runtime on this worker.
+    #[inline(always)]
     pub(crate) fn schedule(&self, entry: Notified, how: Schedule) {
         match how {
-            // To the back of the queue, never the slot; no wake-up of another worker, as
-            // this one is busy with exactly this work.
-            Schedule::Yield => self.enqueue(entry),
+            Schedule::Yield => self.requeue(entry),
             Schedule::Wake | Schedule::Spawn if context::is_polling() => {
                 self.handoff_filled_at.set(context::buffered());
                 if let Some(previous) = self.handoff.replace(Some(entry)) {
                     self.displace(previous);
                 }
             }
-            Schedule::Wake | Schedule::Spawn => {
-                self.enqueue(entry);
-                // A socket's waker run by the reactor this worker sleeps in: the worker
-                // wakes up for it itself (`park.rs`).
-                if !self.sleep.woke_self() {
-                    self.shared.idle().notify_fresh();
-                }
-            }
+            Schedule::Wake | Schedule::Spawn => self.schedule_idle(entry),
+        }
+    }
+
+    /// A process woken during its own poll: to the back of the queue, never the slot;
+    /// no wake-up of another worker, as this one is busy with exactly this work.
+    #[inline(never)]
+    fn requeue(&self, entry: Notified) {
+        self.enqueue(entry);
+    }
+
+    /// A wake or spawn on this worker while it polls nothing (a timer, a socket's
+    /// waker, a drop between polls): to the queue, where another worker may take it.
+    #[inline(never)]
+    fn schedule_idle(&self, entry: Notified) {
+        self.enqueue(entry);
+        // A socket's waker run by the reactor this worker sleeps in: the worker wakes up
+        // for it itself (`park.rs`).
+        if !self.sleep.woke_self() {
+            self.shared.idle().notify_fresh();
         }
     }
 
@@ -272,7 +288,8 @@ impl Local {
     #[inline(always)]
     fn step(&self) -> Step {
         if let Some(entry) = self.next_task() {
-            self.run_task(entry);
+            // `next_task` has stopped the search, if there was one.
+            self.poll(entry);
             return Step::Ran;
         }
         if self.shared.is_shutdown() {
@@ -292,16 +309,30 @@ impl Local {
         Step::Park
     }
 
+    /// Runs `entry`, found by a search (or by `next_task`).
     #[inline(always)]
     fn run_task(&self, entry: Notified) {
+        self.found_work();
+        self.poll(entry);
+    }
+
+    /// This worker found a process to run: it stops searching, if it was.
+    #[inline(always)]
+    fn found_work(&self) {
         if self.searching.replace(false) && self.shared.idle().stop_searching() {
             // The last searcher found work: more may have come meanwhile that woke
             // nobody, so pass the word on.
             self.shared.idle().notify_work();
         }
+    }
+
+    /// Runs `entry`, once this worker is not searching.
+    #[inline(always)]
+    fn poll(&self, entry: Notified) {
+        debug_assert!(!self.searching.get());
         bump(&self.counters().polls);
         {
-            let _polling = context::polling(self.shared.id());
+            let _polling = context::polling(self.runtime_id);
             entry.run();
         }
         self.publish_displaced();
@@ -325,8 +356,12 @@ impl Local {
     /// the order they were pushed out, where idle workers may take them.
     #[inline]
     fn publish_displaced(&self) {
-        // Most polls push nobody out of the slot: a test, inline.
-        if !self.displaced.borrow().is_empty() {
+        // Most polls push nobody out of the slot: a test, inline, of the length alone.
+        // SAFETY: a read while nothing borrows the cell mutably: its only mutable
+        // borrows, in `displace` and `publish_displaced_now`, end before they return,
+        // `Local` stays on its thread, and neither is running now (this is called
+        // between polls, by the worker loop).
+        if !unsafe { &*self.displaced.as_ptr() }.is_empty() {
             self.publish_displaced_now();
         }
     }
@@ -341,21 +376,27 @@ impl Local {
         self.shared.idle().notify_fresh();
     }
 
+    /// The next process to run, if this worker has one at hand (steps 1 to 5 of the
+    /// module docs). A worker that was searching stops: it found work.
     #[inline(always)]
     fn next_task(&self) -> Option<Notified> {
-        let tick = self.tick.get().wrapping_add(1);
+        let tick = self.tick.get() - 1;
         self.tick.set(tick);
-        if tick % GLOBAL_QUEUE_INTERVAL == 0 {
+        if tick == 0 {
+            self.tick.set(GLOBAL_QUEUE_INTERVAL);
             if self.shared.is_shutdown() {
                 return None;
             }
             // Timers fire even while every worker is busy.
             self.shared.timers().fire_due();
             if let Some(entry) = self.pop_injector() {
+                self.found_work();
                 return Some(entry);
             }
         }
         if let Some(entry) = self.handoff.take() {
+            // A full slot means a poll since the last search.
+            debug_assert!(!self.searching.get());
             let streak = self.handoff_streak.get();
             // The budget only protects processes waiting in the queue: with none, the
             // chain goes on (and nobody else is woken to split it up). A process woken
@@ -375,9 +416,12 @@ impl Local {
             if self.queue.is_empty() {
                 self.shared.queue_ages().emptied(self.index);
             }
+            self.found_work();
             return Some(entry);
         }
-        self.pop_injector()
+        let entry = self.pop_injector()?;
+        self.found_work();
+        Some(entry)
     }
 
     /// Puts `entry` at the back of this worker's queue, noting when the queue fills.

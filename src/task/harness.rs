@@ -208,16 +208,16 @@ pub(crate) unsafe fn dealloc<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
     let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(cell)));
 }
 
-/// Vtable entry: puts a run queue entry of the process on its scheduler's queues.
+/// Vtable entry: puts a run queue entry of a woken process on its scheduler's queues.
 ///
 /// # Safety
 /// `ptr` is a live process made for a scheduler of type `S`.
-pub(crate) unsafe fn schedule<S: Scheduler>(ptr: NonNull<Header>, entry: Notified, how: Schedule) {
+pub(crate) unsafe fn schedule<S: Scheduler>(ptr: NonNull<Header>, entry: Notified) {
     // SAFETY: the entry's reference keeps the process alive while its scheduler pointer
     // is copied out; the vtable was made for `S`.
     let scheduler = unsafe { ptr.as_ref() }.scheduler.as_ptr();
     // SAFETY: as above; nothing refers to the process once the entry is handed over.
-    unsafe { scheduler::schedule::<S>(scheduler, entry, how) }
+    unsafe { scheduler::schedule::<S>(scheduler, entry, Schedule::Wake) }
 }
 
 /// Vtable entry: the id of the process's runtime.

@@ -7,7 +7,7 @@ use std::task::Waker;
 
 use crate::task::harness;
 use crate::task::header::Header;
-use crate::task::scheduler::{Schedule, Scheduler};
+use crate::task::scheduler::Scheduler;
 use crate::task::state::{Notify, NotifyByVal, State};
 
 /// The operations that depend on the future's type.
@@ -25,8 +25,10 @@ pub(crate) struct Vtable {
     /// Runtime shutdown: drops the future of an idle process in place. The caller keeps
     /// (and then releases) the registry entry's reference.
     pub(crate) shutdown: unsafe fn(NonNull<Header>),
-    /// Puts a run queue entry of the process on its scheduler's queues.
-    pub(crate) schedule: unsafe fn(NonNull<Header>, Notified, Schedule),
+    /// Puts a run queue entry of a woken (or aborted) process on its scheduler's queues,
+    /// as [`Schedule::Wake`](crate::task::Schedule::Wake): wakes are its only callers,
+    /// so the scheduler's wake path is compiled into it with nothing left to decide.
+    pub(crate) schedule: unsafe fn(NonNull<Header>, Notified),
     /// The id of the runtime the process belongs to.
     pub(crate) runtime_id: unsafe fn(NonNull<Header>) -> u64,
 }
@@ -104,6 +106,7 @@ impl RawTask {
     ///
     /// # Safety
     /// The caller must own the reference it releases and not use this pointer after.
+    #[inline]
     pub(crate) unsafe fn drop_reference(self) {
         if self.state().ref_dec() {
             // SAFETY: that was the last reference; nobody else can reach the process.
@@ -165,7 +168,7 @@ impl RawTask {
         // SAFETY: per the caller.
         let entry = unsafe { Notified::from_raw(self) };
         // SAFETY: the entry holds a reference: the process is live.
-        unsafe { (self.header().vtable.schedule)(self.ptr, entry, Schedule::Wake) }
+        unsafe { (self.header().vtable.schedule)(self.ptr, entry) }
     }
 
     /// Runtime shutdown of one process whose registry reference the caller holds.

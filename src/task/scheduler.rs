@@ -67,7 +67,7 @@ unsafe impl Sync for SchedulerRef {}
 /// # Safety
 /// `scheduler` is the pointer of a `SchedulerRef` made for `S`, of the process `entry`
 /// belongs to (whose reference, now the entry's, keeps it alive until the call).
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn schedule<S: Scheduler>(
     scheduler: NonNull<()>,
     entry: Notified,

@@ -89,6 +89,12 @@ const REF_ONE: usize = 1 << REF_SHIFT;
 /// process aborts rather than risk a use after free.
 const REF_MAX: usize = usize::MAX >> (REF_SHIFT + 1);
 
+// The arithmetic of `transition_to_running` and `transition_to_idle`.
+const _: () = {
+    assert!(QUEUED ^ (QUEUED ^ RUNNING) == RUNNING);
+    assert!(SLEEPING == 0 && YIELDING - RUNNING == QUEUED);
+};
+
 /// A copy of the state word at one instant.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Snapshot(usize);
@@ -305,7 +311,8 @@ impl State {
             if s.lifecycle() != QUEUED || s.is_complete() {
                 return (None, ToRunning::Stale);
             }
-            let next = s.with_lifecycle(RUNNING);
+            // Queued to Running, in one instruction: the lifecycle is known.
+            let next = Snapshot(s.0 ^ (QUEUED ^ RUNNING));
             let outcome = if s.is_cancelled() {
                 ToRunning::Cancel
             } else {
@@ -324,19 +331,23 @@ impl State {
             if s.is_cancelled() {
                 return (None, ToIdle::Cancel);
             }
+            // Running to Sleeping and Yielding to Queued both clear the running bit
+            // (`RUNNING - SLEEPING == YIELDING - QUEUED`), so one subtraction does
+            // either.
+            let cleared = s.0 - RUNNING;
             if s.lifecycle() == YIELDING {
-                return (Some(s.with_lifecycle(QUEUED)), ToIdle::Requeue);
+                return (Some(Snapshot(cleared)), ToIdle::Requeue);
             }
             // The registry still holds a reference, so this one is never the last.
             debug_assert!(s.ref_count() >= 2, "{s:?}");
-            let next = Snapshot(s.with_lifecycle(SLEEPING).0 - REF_ONE);
-            (Some(next), ToIdle::Slept)
+            (Some(Snapshot(cleared - REF_ONE)), ToIdle::Slept)
         })
     }
 
     /// Running/Yielding → complete, by the owner of the future after storing the
     /// output. Returns the word as it was just before, so the caller knows whether a
     /// `JoinHandle` waits and whether its waker is stored.
+    #[inline]
     pub(crate) fn transition_to_complete(&self) -> Snapshot {
         self.update(|s| {
             debug_assert!(matches!(s.lifecycle(), RUNNING | YIELDING), "{s:?}");
@@ -436,6 +447,7 @@ impl State {
 
     /// Publishes the waker the `JoinHandle` just stored. Fails, leaving the slot with
     /// the handle, if the process completed meanwhile.
+    #[inline]
     pub(crate) fn set_join_waker(&self) -> Result<(), Snapshot> {
         self.update(|s| {
             debug_assert!(s.has_join_interest() && !s.has_join_waker(), "{s:?}");
@@ -459,6 +471,7 @@ impl State {
     }
 
     /// The `JoinHandle` is dropped.
+    #[inline]
     pub(crate) fn unset_join_interest(&self) -> JoinDrop {
         self.update(|s| {
             debug_assert!(s.has_join_interest(), "{s:?}");
