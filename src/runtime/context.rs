@@ -88,18 +88,16 @@ pub(crate) fn current_handle() -> Option<Handle> {
 /// while it runs a process, when the processes it wakes go to its handoff slot).
 #[inline]
 pub(crate) fn is_polling() -> bool {
-    THREAD
-        .try_with(|thread| thread.polling.get() != NOT_POLLING)
-        .unwrap_or(false)
+    polling_word() != NOT_POLLING
 }
 
 /// The id of the runtime whose process or `block_on` future this thread is polling; 0
 /// when it polls none (a plain thread, another executor, a blocking-pool closure).
 #[inline]
 pub(crate) fn polling_runtime() -> u64 {
-    match THREAD.try_with(|thread| thread.polling.get()) {
-        Ok(NOT_POLLING) | Err(_) => 0,
-        Ok(runtime) => runtime,
+    match polling_word() {
+        NOT_POLLING => 0,
+        runtime => runtime,
     }
 }
 
