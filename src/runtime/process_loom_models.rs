@@ -18,6 +18,7 @@ use crate::loom::sync::Mutex;
 use crate::runtime::Shared;
 use crate::runtime::queue::Steal;
 use crate::wait::JoinHandle;
+use crate::wait::claim::Owner;
 
 /// A future that counts its polls and drops, keeps its latest waker where a test thread
 /// can take it, and completes on the poll numbered `ready_at` (1-based).
@@ -312,5 +313,130 @@ fn loom_shutdown_racing_wake() {
 
         assert_eq!(counters.drops(), 1);
         assert!(block_on(join).unwrap_err().is_cancelled());
+    });
+}
+
+/// A future that, on each poll before the one numbered `ready_at`, takes an internal
+/// reference to its own process the way a channel wait does (`Owner::internal`, which
+/// takes the poll's lent reference: `task/loan.rs`) and leaves it where a test thread
+/// can wake it. It checks, after handing the reference out, that its process was not
+/// freed under its own poll (the allocation's drop would have dropped it).
+struct Lender {
+    polls: Arc<AtomicUsize>,
+    drops: Arc<AtomicUsize>,
+    owner: Arc<Mutex<Option<Owner>>>,
+    ready_at: usize,
+}
+
+impl Future for Lender {
+    type Output = usize;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        let n = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
+        if n >= self.ready_at {
+            return Poll::Ready(n);
+        }
+        let owner = Owner::internal(cx.waker()).expect("a process's waker");
+        let previous = self.owner.lock().replace(owner);
+        drop(previous);
+        thread::yield_now();
+        assert_eq!(
+            self.drops.load(Ordering::SeqCst),
+            0,
+            "a process was freed while its poll ran"
+        );
+        Poll::Pending
+    }
+}
+
+impl Drop for Lender {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn lender(counters: &Counters, owner: &Arc<Mutex<Option<Owner>>>, ready_at: usize) -> Lender {
+    Lender {
+        polls: counters.polls.clone(),
+        drops: counters.drops.clone(),
+        owner: owner.clone(),
+        ready_at,
+    }
+}
+
+/// The reference a poll lends to its own wait is woken from another thread while the
+/// poll is still running, or after: the process is polled exactly once more, and every
+/// reference is released exactly once (loom reports the runtime reference a process
+/// holds if it leaks, or a double release).
+#[test]
+fn loom_lent_reference_woken_racing_poll() {
+    loom::model(|| {
+        let shared = new_runtime();
+        let counters = Counters::new();
+        let owner = Arc::new(Mutex::new(None));
+        let join = Shared::spawn(
+            &shared,
+            lender(&counters, &owner, 2),
+            std::panic::Location::caller(),
+        );
+
+        let waker_thread = {
+            let owner = owner.clone();
+            thread::spawn(move || {
+                loop {
+                    if let Some(owner) = owner.lock().take() {
+                        owner.wake();
+                        return;
+                    }
+                    thread::yield_now();
+                }
+            })
+        };
+        run_queued(&shared);
+        waker_thread.join().unwrap();
+        run_queued(&shared);
+
+        assert_eq!(counters.polls(), 2, "exactly one poll per wake, none lost");
+        assert_eq!(block_on(join).unwrap(), 2);
+        assert_eq!(counters.drops(), 1);
+        shutdown(&shared);
+    });
+}
+
+/// Shutdown races the poll of a detached process that lent its reference, and the
+/// lent reference is woken right after the shutdown: with the registry's reference
+/// gone to shutdown, the process must still outlive its poll (shutdown leaves that
+/// reference to the poller), and be freed exactly once.
+#[test]
+fn loom_shutdown_racing_lent_poll() {
+    loom::model(|| {
+        let shared = new_runtime();
+        let counters = Counters::new();
+        let owner = Arc::new(Mutex::new(None));
+        drop(Shared::spawn(
+            &shared,
+            lender(&counters, &owner, 3),
+            std::panic::Location::caller(),
+        ));
+
+        let shutdown_thread = {
+            let shared = shared.clone();
+            let owner = owner.clone();
+            thread::spawn(move || {
+                shutdown(&shared);
+                let lent = owner.lock().take();
+                if let Some(lent) = lent {
+                    lent.wake();
+                }
+            })
+        };
+        run_queued(&shared);
+        shutdown_thread.join().unwrap();
+        run_queued(&shared);
+        shared.drain_injector();
+        drop(owner.lock().take());
+
+        assert!(counters.polls() <= 1);
+        assert_eq!(counters.drops(), 1, "the future is dropped exactly once");
     });
 }

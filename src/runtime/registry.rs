@@ -164,9 +164,11 @@ impl Registry {
                 };
                 // Outside the lock: the cancelled future's drop and completion may touch
                 // the registry again.
-                raw.shutdown();
-                // SAFETY: the registry reference taken over above.
-                unsafe { raw.drop_reference() };
+                if !raw.shutdown() {
+                    // SAFETY: the registry reference taken over above, which did not pass
+                    // to a poller.
+                    unsafe { raw.drop_reference() };
+                }
             }
         }
     }

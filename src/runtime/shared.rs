@@ -268,7 +268,9 @@ impl Shared {
             entry,
             join,
         } = task;
-        registry.shutdown();
+        // Never polled, so the registry's reference stays here.
+        let left_to_poller = registry.shutdown();
+        debug_assert!(!left_to_poller);
         drop(entry);
         // SAFETY: the registry entry's reference, which `insert` did not take.
         unsafe { registry.drop_reference() };

@@ -16,6 +16,7 @@ use crate::task::JoinError;
 use crate::task::cell::{Cell, Stage};
 use crate::task::header::Header;
 use crate::task::join_waiter::JoinWaiter;
+use crate::task::loan::{Offer, PollRef};
 use crate::task::raw::{Notified, RawTask};
 use crate::task::scheduler::{self, Schedule, Scheduler};
 use crate::task::state::{JoinDrop, Shutdown, ToIdle, ToRunning};
@@ -60,42 +61,57 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
 
     /// One scheduled step, consuming the run queue entry's reference.
     fn run(self) {
-        match self.cell().header.state.transition_to_running() {
-            ToRunning::Stale => {}
+        // The entry's reference, unless the poll lends it (`loan.rs`); and the
+        // registry's, if completing the process handed it to this step.
+        let mut poll_ref = PollRef::Held;
+        let registry_ref = match self.cell().header.state.transition_to_running() {
+            ToRunning::Stale => false,
             // SAFETY: `transition_to_running` made this worker the owner of the future.
             ToRunning::Cancel => unsafe { self.cancel() },
             // SAFETY: as above.
-            ToRunning::Poll => match unsafe { self.poll_future() } {
-                Some(result) => {
+            ToRunning::Poll => {
+                // SAFETY: as above.
+                let (polled, lent) = unsafe { self.poll_future() };
+                poll_ref = lent;
+                match polled {
                     // SAFETY: still the owner of the future (still `Running`).
-                    unsafe { self.complete(result) }
+                    Some(result) => unsafe { self.complete(result) },
+                    None => match self.cell().header.state.transition_to_idle(poll_ref) {
+                        // The entry's reference (if held) went with the transition.
+                        ToIdle::Slept => return,
+                        ToIdle::Requeue => {
+                            let scheduler = self.cell().header.scheduler.as_ptr();
+                            // SAFETY: the transition left the poller one reference for
+                            // the re-queued entry.
+                            let entry = unsafe { Notified::from_raw(self.raw()) };
+                            // SAFETY: the vtable was made for `S` (`raw::vtable::<F,
+                            // S>`); the pointer was copied out of the header before the
+                            // hand-over.
+                            unsafe {
+                                scheduler::schedule::<S>(scheduler, entry, Schedule::Yield);
+                            }
+                            return;
+                        }
+                        // SAFETY: `Cancel` leaves this worker the owner of the future.
+                        ToIdle::Cancel => unsafe { self.cancel() },
+                    },
                 }
-                None => match self.cell().header.state.transition_to_idle() {
-                    // The entry's reference went with the transition.
-                    ToIdle::Slept => return,
-                    ToIdle::Requeue => {
-                        let scheduler = self.cell().header.scheduler.as_ptr();
-                        // SAFETY: the entry's reference is kept for the re-queued entry.
-                        let entry = unsafe { Notified::from_raw(self.raw()) };
-                        // SAFETY: the vtable was made for `S` (`raw::vtable::<F, S>`); the
-                        // pointer was copied out of the header before the hand-over.
-                        unsafe { scheduler::schedule::<S>(scheduler, entry, Schedule::Yield) };
-                        return;
-                    }
-                    // SAFETY: `Cancel` leaves this worker the owner of the future.
-                    ToIdle::Cancel => unsafe { self.cancel() },
-                },
-            },
+            }
+        };
+        let held = usize::from(poll_ref == PollRef::Held) + usize::from(registry_ref);
+        if held > 0 {
+            // SAFETY: the references this step holds, released once it is done with the
+            // process: the entry's unless lent, and the registry's if it has it.
+            unsafe { self.raw().drop_references(held) }
         }
-        // SAFETY: the run queue entry's reference, which this step consumes.
-        unsafe { self.raw().drop_reference() }
     }
 
-    /// Polls the future once; `Some` with its result if it finished (or panicked).
+    /// Polls the future once, offering the entry's reference (`loan.rs`): `Some` with
+    /// its result if it finished (or panicked), and what became of the reference.
     ///
     /// # Safety
-    /// The caller must own the future (`Running`).
-    unsafe fn poll_future(&self) -> Option<Result<F::Output, JoinError>> {
+    /// The caller must own the future (`Running`) and hold a run queue entry's reference.
+    unsafe fn poll_future(&self) -> (Option<Result<F::Output, JoinError>>, PollRef) {
         let header = &self.cell().header;
         // SAFETY: the vtable was made for `S`.
         let blank = unsafe { header.scheduler.get::<S>() }.blank_wait();
@@ -104,6 +120,8 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
         header.wait.store(blank, Ordering::Relaxed);
         let waker = waker_ref(self.cell.cast());
         let mut cx = Context::from_waker(&waker);
+        let offer = Offer::new(self.cell.cast());
+        // Nothing unwinds past the offer: the poll's panic is caught here.
         let polled = panic::catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: the caller owns the future; it is never moved out of the cell.
             self.cell()
@@ -113,6 +131,21 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
                     _ => unreachable!("csp: a process was polled after it completed"),
                 })
         }));
+        let poll_ref = offer.settle();
+        // SAFETY: still the owner of the future (the caller's contract).
+        (unsafe { self.poll_result(polled) }, poll_ref)
+    }
+
+    /// What a poll came to: `None` if pending, else the output or the panic (of the
+    /// poll, or of dropping the future, which happens here).
+    ///
+    /// # Safety
+    /// The caller must own the future (`Running`).
+    #[inline]
+    unsafe fn poll_result(
+        &self,
+        polled: std::thread::Result<Poll<F::Output>>,
+    ) -> Option<Result<F::Output, JoinError>> {
         let id = self.cell().header.id;
         let result = match polled {
             Ok(Poll::Pending) => return None,
@@ -131,11 +164,13 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     }
 
     /// Drops the future and completes with a cancellation (or with the panic of the
-    /// future's drop).
+    /// future's drop). Returns whether the registry's reference is now the caller's, as
+    /// [`complete`](Self::complete).
     ///
     /// # Safety
     /// The caller must own the future (`Running`).
-    unsafe fn cancel(&self) {
+    #[must_use]
+    unsafe fn cancel(&self) -> bool {
         let id = self.cell().header.id;
         // SAFETY: the caller owns the future.
         let result = match unsafe { self.set_stage(Stage::Consumed) } {
@@ -147,23 +182,23 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     }
 
     /// Stores the output, leaves the registry, publishes completion, and wakes or
-    /// releases the `JoinHandle`'s side.
+    /// releases the `JoinHandle`'s side. Returns true if the registry's reference is
+    /// now the caller's to release, once it is done with the process: it unlinked the
+    /// process here, or a shutdown that unlinked it left the reference to this poller
+    /// (state.rs). Until then that reference keeps the process alive, even if the
+    /// caller lent its own (`loan.rs`).
     ///
     /// # Safety
     /// The caller must own the future (`Running`), already dropped.
-    unsafe fn complete(&self, result: Result<F::Output, JoinError>) {
+    #[must_use]
+    unsafe fn complete(&self, result: Result<F::Output, JoinError>) -> bool {
         let header = &self.cell().header;
         // SAFETY: still the owner; the stage is `Consumed`, so nothing panics here.
         let _ = unsafe { self.set_stage(Stage::Finished(result)) };
         // Leave the registry before anyone can see the completion: once its JoinHandle
         // resolves, a process is no longer live (API.md).
         // SAFETY: the vtable was made for `S`.
-        if unsafe { header.scheduler.get::<S>() }.release(self.raw()) {
-            // SAFETY: `remove` unlinked the entry, whose reference is now ours; the
-            // caller's reference (a run queue entry's, or shutdown's registry one) keeps
-            // the process alive past this one.
-            unsafe { self.raw().drop_reference() }
-        }
+        let unlinked = unsafe { header.scheduler.get::<S>() }.release(self.raw());
         let before = header.state.transition_to_complete();
         if !before.has_join_interest() {
             // Nobody will read the output: it is ours to drop. SAFETY: COMPLETE without
@@ -182,6 +217,7 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
                 })
             }));
         }
+        unlinked || before.registry_left()
     }
 }
 
@@ -319,16 +355,24 @@ pub(crate) unsafe fn drop_join_handle<F: Future, S: Scheduler>(ptr: NonNull<Head
     unsafe { harness.raw().drop_reference() }
 }
 
-/// Vtable entry: runtime shutdown of one process.
+/// Vtable entry: runtime shutdown of one process, which the caller unlinked from the
+/// registry (or never linked). True if the registry's reference passed to the worker
+/// polling the process (`Shutdown::Running`): the caller must not release it.
 ///
 /// # Safety
 /// `ptr` is a live `Cell<F>`; the caller holds a reference across the call.
-pub(crate) unsafe fn shutdown<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
+pub(crate) unsafe fn shutdown<F: Future, S: Scheduler>(ptr: NonNull<Header>) -> bool {
     // SAFETY: the caller's reference keeps the cell alive.
     let harness = unsafe { Harness::<F, S>::from_raw(ptr) };
     match harness.cell().header.state.transition_to_shutdown() {
-        // SAFETY: `Cancel` made the caller the owner of the future.
-        Shutdown::Cancel => unsafe { harness.cancel() },
-        Shutdown::Running | Shutdown::Done => {}
+        Shutdown::Cancel => {
+            // SAFETY: `Cancel` made the caller the owner of the future.
+            let registry_ref = unsafe { harness.cancel() };
+            // The caller unlinked the process, or never linked it.
+            debug_assert!(!registry_ref);
+            false
+        }
+        Shutdown::Running => true,
+        Shutdown::Done => false,
     }
 }

@@ -5,6 +5,8 @@
 //! - `header.rs`, `cell.rs`: the allocation's layout;
 //! - `raw.rs`: the type-erased vtable, pointers and run queue entries;
 //! - `harness.rs`: poll, cancel, complete, read the output;
+//! - `loan.rs`: the poll's reference, lent to the first reference the poll takes to its
+//!   own process;
 //! - `waker.rs`: the `Waker` of a process;
 //! - `scheduler.rs`: the interface through which a process reaches its runtime;
 //! - `join_waiter.rs`, `error.rs`: what `JoinHandle` (in `wait/`) hands the vtable, and
@@ -21,6 +23,7 @@ mod error;
 mod harness;
 pub(crate) mod header;
 pub(crate) mod join_waiter;
+mod loan;
 mod process_state;
 pub(crate) mod raw;
 mod scheduler;

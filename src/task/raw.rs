@@ -7,6 +7,7 @@ use std::task::Waker;
 
 use crate::task::harness;
 use crate::task::header::Header;
+use crate::task::loan;
 use crate::task::scheduler::Scheduler;
 use crate::task::state::{Notify, NotifyByVal, State};
 
@@ -23,8 +24,9 @@ pub(crate) struct Vtable {
     /// Drops the `JoinHandle`'s interest and its reference.
     pub(crate) drop_join_handle: unsafe fn(NonNull<Header>),
     /// Runtime shutdown: drops the future of an idle process in place. The caller keeps
-    /// (and then releases) the registry entry's reference.
-    pub(crate) shutdown: unsafe fn(NonNull<Header>),
+    /// (and then releases) the registry entry's reference, unless this returns true:
+    /// the process is being polled, and the reference passed to its poller.
+    pub(crate) shutdown: unsafe fn(NonNull<Header>) -> bool,
     /// Puts a run queue entry of a woken (or aborted) process on its scheduler's queues,
     /// as [`Schedule::Wake`](crate::task::Schedule::Wake): wakes are its only callers,
     /// so the scheduler's wake path is compiled into it with nothing left to decide.
@@ -108,8 +110,19 @@ impl RawTask {
     /// The caller must own the reference it releases and not use this pointer after.
     #[inline]
     pub(crate) unsafe fn drop_reference(self) {
-        if self.state().ref_dec() {
-            // SAFETY: that was the last reference; nobody else can reach the process.
+        // SAFETY: per the caller.
+        unsafe { self.drop_references(1) }
+    }
+
+    /// Releases `n` references the caller holds in one step, freeing the process if
+    /// they were the last.
+    ///
+    /// # Safety
+    /// The caller must own the `n` references and not use this pointer after.
+    #[inline]
+    pub(crate) unsafe fn drop_references(self, n: usize) {
+        if self.state().ref_sub(n) {
+            // SAFETY: those were the last references; nobody else can reach the process.
             unsafe { (self.header().vtable.dealloc)(self.ptr) }
         }
     }
@@ -171,8 +184,11 @@ impl RawTask {
         unsafe { (self.header().vtable.schedule)(self.ptr, entry) }
     }
 
-    /// Runtime shutdown of one process whose registry reference the caller holds.
-    pub(crate) fn shutdown(self) {
+    /// Runtime shutdown of one process whose registry reference the caller holds (it
+    /// unlinked the process, or never linked it). True if that reference passed to the
+    /// worker polling the process, so the caller must not release it.
+    #[must_use]
+    pub(crate) fn shutdown(self) -> bool {
         // SAFETY: the caller holds the registry reference, so the process is live.
         unsafe { (self.header().vtable.shutdown)(self.ptr) }
     }
@@ -189,11 +205,11 @@ impl std::fmt::Debug for RawTask {
 pub(crate) struct TaskRef(RawTask);
 
 impl TaskRef {
-    /// Takes a new reference to `raw`.
+    /// Takes a new reference to `raw`: the one a poll of `raw` on this thread lends,
+    /// if it still does (`loan.rs`), else one more.
     #[inline]
     pub(crate) fn new(raw: RawTask) -> TaskRef {
-        raw.ref_inc();
-        TaskRef(raw)
+        TaskRef(loan::take_reference(raw))
     }
 
     /// The process referred to.

@@ -9,7 +9,8 @@
 //! | 4      | [`JOIN_INTEREST`] | a `JoinHandle` exists and will read the output           |
 //! | 5      | [`JOIN_WAKER`]  | the join-waker slot holds the `JoinHandle`'s waker          |
 //! | 6      | [`BLOCKING`]    | a `spawn_blocking` closure, not a process                   |
-//! | 7..=15 | foreign wakers  | `Waker` clones held outside csp (saturates at 511: sticky) |
+//! | 7      | [`REGISTRY_LEFT`] | shutdown left the registry's reference to the poller     |
+//! | 8..=15 | foreign wakers  | `Waker` clones held outside csp (saturates at 255: sticky) |
 //! | 16..   | reference count | one per `Waker`, queue entry, registry entry, `JoinHandle`  |
 //!
 //! What a wake does in each lifecycle state (DESIGN.md):
@@ -31,13 +32,18 @@
 //! - once [`COMPLETE`] is seen (Acquire), the output belongs to the `JoinHandle` while
 //!   [`JOIN_INTEREST`] was set at completion, and to the completer otherwise;
 //! - the join-waker slot belongs to the `JoinHandle` while [`JOIN_WAKER`] is clear and the
-//!   process is not complete; to the completer, read-only, while both are set.
+//!   process is not complete; to the completer, read-only, while both are set;
+//! - the registry's reference belongs to the registry while the process is linked there,
+//!   then to whoever unlinked it; shutdown, which unlinks every process, hands it to the
+//!   poller of one it finds `Running` ([`REGISTRY_LEFT`]), so that a process is never
+//!   freed while a worker polls it, even with the poll's own reference lent (`loan.rs`).
 //!
 //! Every ordering below is `AcqRel` (or `Acquire` for plain loads) unless its comment says
 //! why it may be weaker.
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::task::ProcessState;
+use crate::task::loan::PollRef;
 
 /// Mask of the two lifecycle bits. Changed only by the transitions below.
 const LIFECYCLE: usize = 0b11;
@@ -67,13 +73,17 @@ pub(crate) const JOIN_WAKER: usize = 1 << 5;
 /// Set at creation for `spawn_blocking` closures, never changed: such tasks are not
 /// processes, so the registry dump leaves them out.
 pub(crate) const BLOCKING: usize = 1 << 6;
+/// Set once, with [`CANCELLED`], by a shutdown that unlinked the process from the
+/// registry and found it `Running`: the registry's reference is the poller's to release
+/// once it has completed the process. Never cleared.
+pub(crate) const REGISTRY_LEFT: usize = 1 << 7;
 
 /// Shift of the count of `Waker` clones held outside csp (deadlock detection: a process
 /// whose waker something else holds may be woken by it). Incremented by the waker
 /// vtable's `clone`, decremented by its `drop` and `wake`; csp's own waits hold internal
 /// references instead, which do not count. Once it reaches [`FOREIGN_MAX`] it stays
 /// there (the process counts as foreign for good).
-const FOREIGN_SHIFT: usize = 7;
+const FOREIGN_SHIFT: usize = 8;
 /// One foreign waker clone.
 const FOREIGN_ONE: usize = 1 << FOREIGN_SHIFT;
 /// The saturated count.
@@ -137,6 +147,11 @@ impl Snapshot {
         self.has(BLOCKING)
     }
 
+    /// Shutdown left the registry's reference to the poller ([`REGISTRY_LEFT`]).
+    pub(crate) fn registry_left(self) -> bool {
+        self.has(REGISTRY_LEFT)
+    }
+
     /// `Waker` clones held outside csp (saturated: [`FOREIGN_MAX`]).
     pub(crate) fn foreign_wakers(self) -> usize {
         (self.0 & FOREIGN_MASK) >> FOREIGN_SHIFT
@@ -178,6 +193,7 @@ impl std::fmt::Debug for Snapshot {
             .field("join_interest", &self.has_join_interest())
             .field("join_waker", &self.has_join_waker())
             .field("blocking", &self.is_blocking())
+            .field("registry_left", &self.registry_left())
             .field("foreign_wakers", &self.foreign_wakers())
             .field("refs", &self.ref_count())
             .finish()
@@ -201,9 +217,12 @@ pub(crate) enum ToRunning {
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ToIdle {
-    /// Now `Sleeping`; the run queue entry's reference was released in the same step.
+    /// Now `Sleeping`; the run queue entry's reference was released in the same step
+    /// (unless the poll lent it, `loan.rs`).
     Slept,
-    /// Woken during `poll`: now `Queued`; the entry's reference is kept, re-queue it.
+    /// Woken during `poll`: now `Queued`; the poller holds a reference for the new run
+    /// queue entry (the old entry's, or, if the poll lent that, one the same step
+    /// added). Re-queue it.
     Requeue,
     /// Cancelled during `poll`: still `Running`; drop the future now.
     Cancel,
@@ -231,7 +250,7 @@ pub(crate) enum NotifyByVal {
     Dealloc,
 }
 
-/// What runtime shutdown may do with one process.
+/// What runtime shutdown may do with one process it unlinked from the registry.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shutdown {
@@ -239,7 +258,8 @@ pub(crate) enum Shutdown {
     /// and must drop it and complete the process.
     Cancel,
     /// A worker is polling it; `CANCELLED` is set and that worker drops the future
-    /// after the poll.
+    /// after the poll. [`REGISTRY_LEFT`] is set too: the registry's reference, which
+    /// the caller took when it unlinked the process, now belongs to that worker.
     Running,
     /// Already complete: nothing to do.
     Done,
@@ -322,10 +342,18 @@ impl State {
         })
     }
 
-    /// Running → Sleeping (releasing the run queue entry's reference), or Yielding →
-    /// Queued, after a `Pending` poll.
+    /// Running → Sleeping, or Yielding → Queued, after a `Pending` poll made on the
+    /// reference of a run queue entry, which `poll_ref` says the poll still holds or
+    /// lent (`loan.rs`). Sleeping releases a held reference; a re-queue keeps it, or
+    /// adds one for the new entry if it was lent.
     #[inline]
-    pub(crate) fn transition_to_idle(&self) -> ToIdle {
+    pub(crate) fn transition_to_idle(&self, poll_ref: PollRef) -> ToIdle {
+        // The reference count's change for each outcome: wrapping arithmetic makes the
+        // release a subtraction folded into the same step.
+        let (slept, requeued) = match poll_ref {
+            PollRef::Held => (REF_ONE.wrapping_neg(), 0),
+            PollRef::Lent => (0, REF_ONE),
+        };
         self.update(|s| {
             debug_assert!(matches!(s.lifecycle(), RUNNING | YIELDING), "{s:?}");
             if s.is_cancelled() {
@@ -336,11 +364,15 @@ impl State {
             // either.
             let cleared = s.0 - RUNNING;
             if s.lifecycle() == YIELDING {
-                return (Some(Snapshot(cleared)), ToIdle::Requeue);
+                return (
+                    Some(Snapshot(cleared.wrapping_add(requeued))),
+                    ToIdle::Requeue,
+                );
             }
-            // The registry still holds a reference, so this one is never the last.
-            debug_assert!(s.ref_count() >= 2, "{s:?}");
-            (Some(Snapshot(cleared - REF_ONE)), ToIdle::Slept)
+            // The registry still holds a reference (not cancelled, so shutdown has not
+            // taken it), so a held one is never the last.
+            debug_assert!(s.ref_count() >= 2 || poll_ref == PollRef::Lent, "{s:?}");
+            (Some(Snapshot(cleared.wrapping_add(slept))), ToIdle::Slept)
         })
     }
 
@@ -440,7 +472,10 @@ impl State {
             let cancelled = Snapshot(s.0 | CANCELLED);
             match s.lifecycle() {
                 SLEEPING | QUEUED => (Some(cancelled.with_lifecycle(RUNNING)), Shutdown::Cancel),
-                _ => (Some(cancelled), Shutdown::Running),
+                _ => (
+                    Some(Snapshot(cancelled.0 | REGISTRY_LEFT)),
+                    Shutdown::Running,
+                ),
             }
         })
     }
@@ -530,7 +565,7 @@ impl State {
 
     /// A `Waker` clone held outside csp is dropped: one foreign waker (unless saturated)
     /// and one reference fewer, in one step; true if that was the last reference, and the
-    /// caller must free the process. AcqRel, as [`ref_dec`](Self::ref_dec).
+    /// caller must free the process. AcqRel, as [`ref_sub`](Self::ref_sub).
     #[must_use]
     #[inline]
     pub(crate) fn foreign_waker_release(&self) -> bool {
@@ -540,15 +575,15 @@ impl State {
         })
     }
 
-    /// Releases one reference; true if it was the last, and the caller must free the
-    /// process. AcqRel: the release publishes this holder's last accesses, the acquire
-    /// makes every other holder's visible to the one that frees.
+    /// Releases `n` references in one step; true if they were the last, and the caller
+    /// must free the process. AcqRel: the release publishes this holder's last
+    /// accesses, the acquire makes every other holder's visible to the one that frees.
     #[must_use]
     #[inline]
-    pub(crate) fn ref_dec(&self) -> bool {
-        let prev = Snapshot(self.word.fetch_sub(REF_ONE, Ordering::AcqRel));
-        debug_assert!(prev.ref_count() >= 1, "{prev:?}");
-        prev.ref_count() == 1
+    pub(crate) fn ref_sub(&self, n: usize) -> bool {
+        let prev = Snapshot(self.word.fetch_sub(n * REF_ONE, Ordering::AcqRel));
+        debug_assert!(prev.ref_count() >= n, "{prev:?}");
+        prev.ref_count() == n
     }
 }
 
@@ -610,7 +645,7 @@ mod tests {
         let state = State::new_process();
         assert_eq!(state.transition_to_running(), ToRunning::Poll);
         assert_eq!(state.load().process_state(), ProcessState::Running);
-        assert_eq!(state.transition_to_idle(), ToIdle::Slept);
+        assert_eq!(state.transition_to_idle(PollRef::Held), ToIdle::Slept);
         assert_eq!(state.load().process_state(), ProcessState::Sleeping);
         assert_eq!(refs(&state), 2);
     }
@@ -623,7 +658,7 @@ mod tests {
         assert_eq!(state.load().process_state(), ProcessState::Yielding);
         // A second wake while yielding changes nothing.
         assert_eq!(state.transition_to_notified_by_ref(), Notify::DoNothing);
-        assert_eq!(state.transition_to_idle(), ToIdle::Requeue);
+        assert_eq!(state.transition_to_idle(PollRef::Held), ToIdle::Requeue);
         assert_eq!(state.load().process_state(), ProcessState::Queued);
         assert_eq!(
             refs(&state),
@@ -636,7 +671,7 @@ mod tests {
     fn wake_of_a_sleeping_process_queues_it_once() {
         let state = State::new_process();
         assert_eq!(state.transition_to_running(), ToRunning::Poll);
-        assert_eq!(state.transition_to_idle(), ToIdle::Slept);
+        assert_eq!(state.transition_to_idle(PollRef::Held), ToIdle::Slept);
         assert_eq!(state.transition_to_notified_by_ref(), Notify::Submit);
         assert_eq!(refs(&state), 3);
         assert_eq!(state.transition_to_notified_by_ref(), Notify::DoNothing);
@@ -647,7 +682,7 @@ mod tests {
     fn wake_by_val_hands_its_reference_to_the_queue_entry() {
         let state = State::new_process();
         assert_eq!(state.transition_to_running(), ToRunning::Poll);
-        assert_eq!(state.transition_to_idle(), ToIdle::Slept);
+        assert_eq!(state.transition_to_idle(PollRef::Held), ToIdle::Slept);
         state.ref_inc(); // a waker
         assert_eq!(refs(&state), 3);
         assert_eq!(state.transition_to_notified_by_val(), NotifyByVal::Submit);
@@ -698,8 +733,8 @@ mod tests {
         let state = State::new_process();
         assert_eq!(state.transition_to_running(), ToRunning::Poll);
         let _ = state.transition_to_complete();
-        assert!(!state.ref_dec());
-        assert!(!state.ref_dec());
+        assert!(!state.ref_sub(1));
+        assert!(!state.ref_sub(1));
         assert_eq!(refs(&state), 1);
         assert_eq!(state.transition_to_notified_by_val(), NotifyByVal::Dealloc);
     }
@@ -708,7 +743,7 @@ mod tests {
     fn abort_queues_a_sleeping_process_and_marks_a_running_one() {
         let state = State::new_process();
         assert_eq!(state.transition_to_running(), ToRunning::Poll);
-        assert_eq!(state.transition_to_idle(), ToIdle::Slept);
+        assert_eq!(state.transition_to_idle(PollRef::Held), ToIdle::Slept);
         assert_eq!(state.transition_to_aborted(), Notify::Submit);
         assert_eq!(
             state.transition_to_aborted(),
@@ -720,7 +755,7 @@ mod tests {
         let running = State::new_process();
         assert_eq!(running.transition_to_running(), ToRunning::Poll);
         assert_eq!(running.transition_to_aborted(), Notify::DoNothing);
-        assert_eq!(running.transition_to_idle(), ToIdle::Cancel);
+        assert_eq!(running.transition_to_idle(PollRef::Held), ToIdle::Cancel);
     }
 
     #[test]
@@ -730,10 +765,60 @@ mod tests {
         let _ = queued.transition_to_complete();
         assert_eq!(queued.transition_to_running(), ToRunning::Stale);
 
+        assert!(!queued.load().registry_left());
+
         let running = State::new_process();
         assert_eq!(running.transition_to_running(), ToRunning::Poll);
         assert_eq!(running.transition_to_shutdown(), Shutdown::Running);
         assert!(running.load().is_cancelled());
+        assert_eq!(
+            running.transition_to_idle(PollRef::Lent),
+            ToIdle::Cancel,
+            "the poller completes it"
+        );
+        assert!(
+            running.transition_to_complete().registry_left(),
+            "and learns there that the registry's reference is its own"
+        );
+    }
+
+    #[test]
+    fn a_lent_poll_reference_is_not_released_again() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        assert_eq!(state.transition_to_idle(PollRef::Lent), ToIdle::Slept);
+        assert_eq!(
+            refs(&state),
+            3,
+            "the lent reference lives on with its new holder"
+        );
+    }
+
+    #[test]
+    fn a_lent_poll_reference_is_replaced_for_a_requeue() {
+        let state = State::new_process();
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        // The lent reference's holder wakes the process during the poll, releasing it.
+        assert_eq!(
+            state.transition_to_notified_by_val(),
+            NotifyByVal::DoNothing
+        );
+        assert_eq!(refs(&state), 2);
+        assert_eq!(state.transition_to_idle(PollRef::Lent), ToIdle::Requeue);
+        assert_eq!(state.load().process_state(), ProcessState::Queued);
+        assert_eq!(refs(&state), 3, "one added for the new run queue entry");
+    }
+
+    #[test]
+    fn foreign_wakers_leave_the_lower_bits_alone() {
+        let state = State::new_process();
+        for _ in 0..FOREIGN_MAX + 3 {
+            state.foreign_waker_inc();
+        }
+        let s = state.load();
+        assert!(!s.registry_left() && !s.is_blocking() && s.has_join_interest());
+        assert_eq!(s.process_state(), ProcessState::Queued);
+        assert_eq!(s.ref_count(), 3 + FOREIGN_MAX + 3);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::ptr::NonNull;
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use crate::task::header::Header;
+use crate::task::loan;
 use crate::task::raw::RawTask;
 
 static WAKER_VTABLE: RawWakerVTable =
@@ -26,9 +27,9 @@ pub(crate) fn waker_ref(ptr: NonNull<Header>) -> ManuallyDrop<Waker> {
 }
 
 /// A waker for `raw` that csp itself keeps (it does not count as held outside csp),
-/// holding a new reference.
+/// holding a new reference (or the one a poll of `raw` on this thread lends, `loan.rs`).
 pub(crate) fn internal_waker(raw: RawTask) -> Waker {
-    raw.ref_inc();
+    let raw = loan::take_reference(raw);
     // SAFETY: the vtable's functions uphold the `RawWaker` contract for a header pointer
     // with one reference, taken above.
     unsafe { Waker::new(raw.as_ptr().as_ptr().cast(), &INTERNAL_WAKER_VTABLE) }
