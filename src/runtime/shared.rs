@@ -57,6 +57,11 @@ impl Scheduler for Shared {
         Shared::schedule(this, entry, how);
     }
 
+    #[inline(always)]
+    fn wake(this: &Arc<Shared>, task: RawTask) {
+        Shared::wake(this, task);
+    }
+
     #[inline]
     fn release(&self, task: RawTask) -> bool {
         self.registry.remove(task)
@@ -183,6 +188,24 @@ impl Shared {
         Shared::schedule_remote(Arc::clone(this), entry);
     }
 
+    /// Wakes `task`, consuming a reference the caller gives up: a process polled on one
+    /// of this runtime's workers hands it to that worker's slot (`Running` already,
+    /// `task/state.rs`); any other waker queues it ([`schedule`](Self::schedule)).
+    #[inline(always)]
+    pub(crate) fn wake(this: &Arc<Shared>, task: RawTask) {
+        if let Some(local) = context::worker_ptr() {
+            // SAFETY: this thread's worker, used on this thread, within its loop.
+            let local = unsafe { local.as_ref() };
+            if local.belongs_to(this) && context::is_polling() {
+                if let Some(handed) = task.hand_off_by_val() {
+                    local.hand_off(handed);
+                }
+                return;
+            }
+        }
+        task.wake_by_val();
+    }
+
     /// [`schedule`](Self::schedule) from a thread that is not one of this runtime's
     /// workers: to the injector.
     #[inline(never)]
@@ -296,7 +319,7 @@ impl Shared {
     pub(crate) fn drain_injector(&self) {
         loop {
             match self.injector.steal() {
-                Steal::Success(entry) => drop(entry),
+                Steal::Success(entry) => entry.discard(),
                 Steal::Empty => return,
                 Steal::Retry => crate::loom::spin_loop(),
             }

@@ -38,6 +38,11 @@
 //! until the work ripens: parking as the watcher instead left the second worker idle
 //! past the ripening (a timed sleep ends late), and skynet took about 330 ms, not 230.
 //!
+//! A process that a poll on this worker wakes enters the slot already `Running`
+//! (`Shared::wake`, `task/state.rs`), so running it from the slot costs no transition; one
+//! that leaves the slot unpolled (pushed out, or over the budget) goes back to `Queued`
+//! first, since a thief may take it from the queue.
+//!
 //! The handoff slot is filled only while this worker polls a process, and is emptied by
 //! step 2 right after that poll returns, so it never holds a process while the worker
 //! parks. A process can wait in the slot only for the rest of the poll that woke it; a
@@ -78,7 +83,7 @@ use crate::runtime::metrics::{WorkerCounters, bump};
 use crate::runtime::queue::{LocalQueue, Steal};
 use crate::runtime::timer::timers::ParkTimeout;
 use crate::runtime::{Handle, Shared, context};
-use crate::task::{Notified, Schedule};
+use crate::task::{Handed, Notified, Schedule};
 use crate::tuning::{
     DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, HANDOFF_STALE_SENDS, INJECTOR_BATCH,
     MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS, WATCH_INTERVAL, WATCH_QUIET_LOOKS,
@@ -99,7 +104,7 @@ pub(crate) struct Local {
     counters: NonNull<WorkerCounters>,
     queue: LocalQueue,
     /// The handoff slot (module docs).
-    handoff: Cell<Option<Notified>>,
+    handoff: Cell<Option<Next>>,
     /// Processes run from the slot in a row.
     handoff_streak: Cell<u32>,
     /// The thread's count of buffered values (`context::buffered`) when the slot was
@@ -124,6 +129,41 @@ pub(crate) struct Local {
     watched: Cell<bool>,
     /// How this worker sleeps when it parks (`park.rs`).
     sleep: park::Sleep,
+}
+
+/// A process for a worker to run next.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// A run queue entry (`Queued`).
+    Queued(Notified),
+    /// A process a wake handed to this worker's slot, `Running` already (`task/state.rs`).
+    Handed(Handed),
+}
+
+impl Next {
+    #[inline(always)]
+    fn run(self) {
+        match self {
+            Next::Queued(entry) => entry.run(),
+            Next::Handed(handed) => handed.run(),
+        }
+    }
+
+    /// As a run queue entry, for a process leaving the handoff slot unpolled.
+    #[inline]
+    fn into_queued(self) -> Notified {
+        match self {
+            Next::Queued(entry) => entry,
+            Next::Handed(handed) => handed.into_queued(),
+        }
+    }
+}
+
+impl From<Notified> for Next {
+    #[inline(always)]
+    fn from(entry: Notified) -> Next {
+        Next::Queued(entry)
+    }
 }
 
 /// What one look at the other workers' queues found.
@@ -239,12 +279,24 @@ impl Local {
         match how {
             Schedule::Yield => self.requeue(entry),
             Schedule::Wake | Schedule::Spawn if context::is_polling() => {
-                self.handoff_filled_at.set(context::buffered());
-                if let Some(previous) = self.handoff.replace(Some(entry)) {
-                    self.displace(previous);
-                }
+                self.fill_handoff(Next::Queued(entry));
             }
             Schedule::Wake | Schedule::Spawn => self.schedule_idle(entry),
+        }
+    }
+
+    /// Puts a process that a poll on this worker woke in the handoff slot, `Running`
+    /// already (`Shared::wake`).
+    #[inline(always)]
+    pub(crate) fn hand_off(&self, handed: Handed) {
+        self.fill_handoff(Next::Handed(handed));
+    }
+
+    #[inline(always)]
+    fn fill_handoff(&self, next: Next) {
+        self.handoff_filled_at.set(context::buffered());
+        if let Some(previous) = self.handoff.replace(Some(next)) {
+            self.displace(previous.into_queued());
         }
     }
 
@@ -311,9 +363,9 @@ impl Local {
 
     /// Runs `entry`, found by a search (or by `next_task`).
     #[inline(always)]
-    fn run_task(&self, entry: Notified) {
+    fn run_task(&self, entry: impl Into<Next>) {
         self.found_work();
-        self.poll(entry);
+        self.poll(entry.into());
     }
 
     /// This worker found a process to run: it stops searching, if it was.
@@ -328,7 +380,7 @@ impl Local {
 
     /// Runs `entry`, once this worker is not searching.
     #[inline(always)]
-    fn poll(&self, entry: Notified) {
+    fn poll(&self, entry: Next) {
         debug_assert!(!self.searching.get());
         bump(&self.counters().polls);
         {
@@ -379,7 +431,7 @@ impl Local {
     /// The next process to run, if this worker has one at hand (steps 1 to 5 of the
     /// module docs). A worker that was searching stops: it found work.
     #[inline(always)]
-    fn next_task(&self) -> Option<Notified> {
+    fn next_task(&self) -> Option<Next> {
         let tick = self.tick.get() - 1;
         self.tick.set(tick);
         if tick == 0 {
@@ -391,7 +443,7 @@ impl Local {
             self.shared.timers().fire_due();
             if let Some(entry) = self.pop_injector() {
                 self.found_work();
-                return Some(entry);
+                return Some(entry.into());
             }
         }
         if let Some(entry) = self.handoff.take() {
@@ -408,7 +460,7 @@ impl Local {
                 bump(&self.counters().handoffs);
                 return Some(entry);
             }
-            self.enqueue(entry);
+            self.enqueue(entry.into_queued());
             self.shared.idle().notify_fresh();
         }
         self.handoff_streak.set(0);
@@ -417,11 +469,11 @@ impl Local {
                 self.shared.queue_ages().emptied(self.index);
             }
             self.found_work();
-            return Some(entry);
+            return Some(entry.into());
         }
         let entry = self.pop_injector()?;
         self.found_work();
-        Some(entry)
+        Some(entry.into())
     }
 
     /// Puts `entry` at the back of this worker's queue, noting when the queue fills.
@@ -670,9 +722,11 @@ impl Local {
     /// Drops the entries left in the slot and the queue at shutdown (their processes are
     /// cancelled through the registry).
     fn drain(&self) {
-        drop(self.handoff.take());
+        if let Some(next) = self.handoff.take() {
+            next.into_queued().discard();
+        }
         while let Some(entry) = self.queue.pop() {
-            drop(entry);
+            entry.discard();
         }
     }
 }

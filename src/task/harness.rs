@@ -59,14 +59,24 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
         }))
     }
 
-    /// One scheduled step, consuming the run queue entry's reference.
-    fn run(self) {
+    /// One scheduled step, consuming the reference of the run queue entry, or of the
+    /// handoff slot if `handed` (the process is `Running` already).
+    fn run(self, handed: bool) {
+        // One function for both, with the step below made once: two copies of it each
+        // inlined less of the poll (70 instructions more a ping_pong round trip).
+        let state = &self.cell().header.state;
+        let to_running = if handed {
+            state.handed_to_running()
+        } else {
+            state.transition_to_running()
+        };
         // The entry's reference, unless the poll lends it (`loan.rs`); and the
         // registry's, if completing the process handed it to this step.
         let mut poll_ref = PollRef::Held;
-        let registry_ref = match self.cell().header.state.transition_to_running() {
+        let registry_ref = match to_running {
             ToRunning::Stale => false,
-            // SAFETY: `transition_to_running` made this worker the owner of the future.
+            // SAFETY: `transition_to_running` made this worker the owner of the future,
+            // or the hand-off to its slot did (`transition_to_handed_by_val`).
             ToRunning::Cancel => unsafe { self.cancel() },
             // SAFETY: as above.
             ToRunning::Poll => {
@@ -224,10 +234,25 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
 /// Vtable entry: one scheduled step.
 ///
 /// # Safety
-/// `ptr` is a live `Cell<F>` and the caller gives up a run queue entry's reference.
-pub(crate) unsafe fn run<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
+/// `ptr` is a live `Cell<F>` and the caller gives up a run queue entry's reference, or,
+/// if `handed`, the reference of a worker's handoff slot, for which the process is
+/// `Running`.
+pub(crate) unsafe fn run<F: Future, S: Scheduler>(ptr: NonNull<Header>, handed: bool) {
     // SAFETY: the caller's reference keeps the cell alive.
-    unsafe { Harness::<F, S>::from_raw(ptr) }.run()
+    unsafe { Harness::<F, S>::from_raw(ptr) }.run(handed)
+}
+
+/// Vtable entry: wakes a process through its scheduler, consuming a reference.
+///
+/// # Safety
+/// `ptr` is a live process made for a scheduler of type `S`; the caller gives up one of
+/// its references.
+pub(crate) unsafe fn wake<S: Scheduler>(ptr: NonNull<Header>) {
+    // SAFETY: the caller's reference keeps the process alive while its scheduler pointer
+    // is copied out.
+    let scheduler = unsafe { ptr.as_ref() }.scheduler.as_ptr();
+    // SAFETY: the vtable was made for `S`; the caller's reference passes to the call.
+    unsafe { scheduler::wake::<S>(scheduler, RawTask::from_raw(ptr)) }
 }
 
 /// Vtable entry: frees the allocation.

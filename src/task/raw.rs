@@ -14,8 +14,9 @@ use crate::task::state::{Notify, NotifyByVal, State};
 /// The operations that depend on the future's type.
 pub(crate) struct Vtable {
     /// Runs one scheduled step (poll, cancel, or discard a stale entry), consuming the
-    /// run queue entry's reference.
-    pub(crate) run: unsafe fn(NonNull<Header>),
+    /// run queue entry's reference; with `true`, of a process handed to a worker's
+    /// slot, `Running` already, consuming the slot's reference.
+    pub(crate) run: unsafe fn(NonNull<Header>, bool),
     /// Frees the allocation once the last reference is gone.
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
     /// `JoinHandle::poll`: writes `Poll::Ready(output)` through the `*mut ()` (a
@@ -33,6 +34,9 @@ pub(crate) struct Vtable {
     pub(crate) schedule: unsafe fn(NonNull<Header>, Notified),
     /// The id of the runtime the process belongs to.
     pub(crate) runtime_id: unsafe fn(NonNull<Header>) -> u64,
+    /// Wakes the process, consuming a reference, through its scheduler's
+    /// [`Scheduler::wake`]: to the waking worker's handoff slot if it can take it.
+    pub(crate) wake: unsafe fn(NonNull<Header>),
 }
 
 /// The vtable for futures of type `F` run by schedulers of type `S`.
@@ -48,6 +52,7 @@ where
         shutdown: harness::shutdown::<F, S>,
         schedule: harness::schedule::<S>,
         runtime_id: harness::runtime_id::<S>,
+        wake: harness::wake::<S>,
     }
 }
 
@@ -163,6 +168,22 @@ impl RawTask {
         }
     }
 
+    /// Wakes the process for its scheduler's handoff slot, consuming one reference the
+    /// caller holds: `Some` with the slot's entry if the process was asleep (now
+    /// `Running`, state.rs), `None` if the wake had nothing to schedule.
+    #[inline]
+    pub(crate) fn hand_off_by_val(self) -> Option<Handed> {
+        match self.state().transition_to_handed_by_val() {
+            NotifyByVal::Submit => Some(Handed(self)),
+            NotifyByVal::DoNothing => None,
+            NotifyByVal::Dealloc => {
+                // SAFETY: the caller's reference was the last.
+                unsafe { (self.header().vtable.dealloc)(self.ptr) };
+                None
+            }
+        }
+    }
+
     /// Wakes the process without consuming a reference.
     pub(crate) fn wake_by_ref(self) {
         if self.state().transition_to_notified_by_ref() == Notify::Submit {
@@ -218,12 +239,17 @@ impl TaskRef {
         self.0
     }
 
-    /// Wakes the process, consuming the reference.
+    /// Wakes the process, consuming the reference: through its scheduler, which puts
+    /// it in the waking worker's handoff slot if it can ([`Scheduler::wake`]).
+    ///
+    /// [`Scheduler::wake`]: crate::task::Scheduler::wake
     #[inline]
     pub(crate) fn wake(self) {
         let raw = self.0;
         std::mem::forget(self);
-        raw.wake_by_val();
+        // SAFETY: the reference, given up above, keeps the process alive for the call,
+        // which consumes it.
+        unsafe { (raw.header().vtable.wake)(raw.as_ptr()) }
     }
 }
 
@@ -252,7 +278,17 @@ impl Notified {
         let raw = self.0;
         std::mem::forget(self);
         // SAFETY: the entry's reference passes to `run`, which releases it.
-        unsafe { (raw.header().vtable.run)(raw.as_ptr()) }
+        unsafe { (raw.header().vtable.run)(raw.as_ptr(), false) }
+    }
+
+    /// Drops an entry that will not be run, at shutdown. Shutdown cancels processes
+    /// through the registry, but not one it found in a worker's handoff slot: that one
+    /// went back to a queue cancelled, its registry reference left to whoever runs it
+    /// (state.rs, `REGISTRY_LEFT`), so this entry runs it, which drops its future.
+    pub(crate) fn discard(self) {
+        if self.0.state().load().registry_left() {
+            self.run();
+        }
     }
 }
 
@@ -260,6 +296,50 @@ impl Drop for Notified {
     fn drop(&mut self) {
         // SAFETY: the entry owns one reference and is going away.
         unsafe { self.0.drop_reference() }
+    }
+}
+
+/// A process a wake moved straight from `Sleeping` to `Running` for the waking worker's
+/// handoff slot (state.rs): owns one reference, and the future. It must be run
+/// ([`run`](Self::run)), or turned back into a run queue entry
+/// ([`into_queued`](Self::into_queued)); dropped, it is put back on its scheduler's
+/// queues, so that the process is never left `Running` with nobody to poll it.
+pub(crate) struct Handed(RawTask);
+
+impl Handed {
+    /// Polls the process (or drops its future, if it was cancelled meanwhile).
+    #[inline]
+    pub(crate) fn run(self) {
+        let raw = self.0;
+        std::mem::forget(self);
+        // SAFETY: the slot's reference passes to `run`, which releases it; the process
+        // is `Running` for it.
+        unsafe { (raw.header().vtable.run)(raw.as_ptr(), true) }
+    }
+
+    /// The process leaves the slot unpolled: back to `Queued`, with this entry's
+    /// reference as the run queue entry's.
+    pub(crate) fn into_queued(self) -> Notified {
+        let raw = self.0;
+        std::mem::forget(self);
+        raw.state().transition_handed_to_queued();
+        Notified(raw)
+    }
+}
+
+impl Drop for Handed {
+    fn drop(&mut self) {
+        // Not on any normal path (a worker runs its slot or queues what leaves it), but
+        // a process must not be left `Running` with no poller.
+        let entry = Handed(self.0).into_queued();
+        // SAFETY: the entry's reference keeps the process alive for the call.
+        unsafe { (self.0.header().vtable.schedule)(self.0.as_ptr(), entry) }
+    }
+}
+
+impl std::fmt::Debug for Handed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Handed").field(&self.0).finish()
     }
 }
 

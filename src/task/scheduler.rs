@@ -36,6 +36,13 @@ pub(crate) trait Scheduler: Send + Sync + Sized + 'static {
     /// `entry` takes a reference of its own first (`Arc::clone`).
     fn schedule(this: &Arc<Self>, entry: Notified, how: Schedule);
 
+    /// Wakes `task`, consuming one of its references that the caller gives up: into
+    /// the handoff slot of the worker of `this` that is polling a process on this
+    /// thread, if any ([`RawTask::hand_off_by_val`]), else as
+    /// [`RawTask::wake_by_val`] does. `this` is lent as in
+    /// [`schedule`](Self::schedule).
+    fn wake(this: &Arc<Self>, task: RawTask);
+
     /// Process `task` completed: it leaves the registry of live processes. True if the
     /// registry held a reference to it, which passes to the caller.
     fn release(&self, task: RawTask) -> bool;
@@ -79,6 +86,20 @@ pub(crate) unsafe fn schedule<S: Scheduler>(
     let this =
         ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) });
     S::schedule(&this, entry, how);
+}
+
+/// Wakes `task` through the scheduler of type `S` at `scheduler`, as [`schedule`] does
+/// for an entry.
+///
+/// # Safety
+/// `scheduler` is the pointer of a `SchedulerRef` made for `S`, of `task`, whose
+/// reference the caller gives up (and which keeps the process alive until the call).
+#[inline(always)]
+pub(crate) unsafe fn wake<S: Scheduler>(scheduler: NonNull<()>, task: RawTask) {
+    // SAFETY: as in `schedule`.
+    let this =
+        ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) });
+    S::wake(&this, task);
 }
 
 impl SchedulerRef {

@@ -19,8 +19,15 @@
 //! |-----------|------------------------------------|--------------------------------------|
 //! | Sleeping  | waiting for an event, in no queue  | Sleeping → Queued, push to a queue   |
 //! | Queued    | in exactly one run queue           | nothing                              |
-//! | Running   | a worker is inside `poll`          | Running → Yielding (no push)         |
+//! | Running   | a worker is inside `poll`, or holds it in its handoff slot to poll next | Running → Yielding (no push) |
 //! | Yielding  | woken while Running                | nothing                              |
+//!
+//! A wake by a process polled on a worker of the same runtime hands the woken process to
+//! that worker's handoff slot, where it runs next: it goes straight from `Sleeping` to
+//! `Running` ([`State::transition_to_handed_by_val`]), and the worker polls it with no
+//! further transition, one compare-and-swap fewer on every message between two
+//! processes. One that leaves the slot unpolled goes back to `Queued`
+//! ([`State::transition_handed_to_queued`]).
 //!
 //! After `poll` returns `Pending` the worker moves Running → Sleeping, or finds Yielding and
 //! moves it to Queued and re-queues the process itself, so a wake during `poll` is never
@@ -242,7 +249,8 @@ pub(crate) enum Notify {
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NotifyByVal {
-    /// Moved Sleeping → Queued: the waker's reference became the run queue entry's.
+    /// Moved Sleeping → Queued (or → Running, for a hand-off): the waker's reference
+    /// became the run queue entry's (or the handoff slot's).
     Submit,
     /// Nothing to schedule; the waker's reference was released.
     DoNothing,
@@ -376,6 +384,35 @@ impl State {
         })
     }
 
+    /// A process handed to a worker's slot by
+    /// [`transition_to_handed_by_val`](Self::transition_to_handed_by_val) is about to be
+    /// polled: it is `Running` already, so nothing changes; says whether to poll it, or
+    /// to drop its future because an abort or shutdown cancelled it meanwhile.
+    #[inline]
+    pub(crate) fn handed_to_running(&self) -> ToRunning {
+        let s = self.load();
+        debug_assert!(matches!(s.lifecycle(), RUNNING | YIELDING), "{s:?}");
+        debug_assert!(!s.is_complete(), "{s:?}");
+        if s.is_cancelled() {
+            ToRunning::Cancel
+        } else {
+            ToRunning::Poll
+        }
+    }
+
+    /// A process handed to a worker's slot leaves it without being polled: Running (or
+    /// Yielding, woken again meanwhile, which the poll to come covers) → Queued. The
+    /// slot's reference becomes a run queue entry's. A cancelled process stays
+    /// cancelled; the worker that runs the entry drops its future.
+    #[inline]
+    pub(crate) fn transition_handed_to_queued(&self) {
+        self.update(|s| {
+            debug_assert!(matches!(s.lifecycle(), RUNNING | YIELDING), "{s:?}");
+            debug_assert!(!s.is_complete(), "{s:?}");
+            (Some(s.with_lifecycle(QUEUED)), ())
+        });
+    }
+
     /// Running/Yielding → complete, by the owner of the future after storing the
     /// output. Returns the word as it was just before, so the caller knows whether a
     /// `JoinHandle` waits and whether its waker is stored.
@@ -421,7 +458,22 @@ impl State {
         self.notified_by_val(true)
     }
 
+    /// A wake that consumes the waker's reference, by a process polled on a worker of
+    /// the same runtime, whose handoff slot takes the woken process: Sleeping → Running
+    /// (module docs), the reference becoming the slot's. Otherwise as
+    /// [`transition_to_notified_by_val`](Self::transition_to_notified_by_val).
+    #[inline]
+    pub(crate) fn transition_to_handed_by_val(&self) -> NotifyByVal {
+        self.woken_by_val(false, RUNNING)
+    }
+
     fn notified_by_val(&self, foreign: bool) -> NotifyByVal {
+        self.woken_by_val(foreign, QUEUED)
+    }
+
+    /// A wake consuming a reference; a sleeping process moves to `woken`.
+    #[inline]
+    fn woken_by_val(&self, foreign: bool, woken: usize) -> NotifyByVal {
         self.update(|s| {
             let s = if foreign {
                 s.without_foreign_waker()
@@ -429,8 +481,8 @@ impl State {
                 s
             };
             if !s.is_complete() && s.lifecycle() == SLEEPING {
-                // The waker's reference becomes the run queue entry's.
-                return (Some(s.with_lifecycle(QUEUED)), NotifyByVal::Submit);
+                // The waker's reference becomes the run queue entry's (or the slot's).
+                return (Some(s.with_lifecycle(woken)), NotifyByVal::Submit);
             }
             let mut next = Snapshot(s.0 - REF_ONE);
             if !s.is_complete() && s.lifecycle() == RUNNING {

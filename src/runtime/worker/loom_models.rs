@@ -2,20 +2,25 @@
 //! processes pushed to the injector are taken by one worker's `next_task` (local queue,
 //! handoff slot and injector batches) and by another's `steal` (injector and
 //! steal-half), and every one is run exactly once; a worker going to sleep, as the
-//! watcher or not, never misses work that it alone can still run.
+//! watcher or not, never misses work that it alone can still run; a process handed to
+//! the slot `Running` by a wake races an abort or a shutdown and still ends exactly
+//! once.
 
 use std::future::Future;
 use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use loom::future::block_on;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
 use super::{Found, Local};
-use crate::runtime::Shared;
+use crate::loom::sync::Mutex;
+use crate::runtime::{Shared, context};
 use crate::wait::JoinHandle;
+use crate::wait::claim::Owner;
 
 /// Completes on its first poll, counting polls in its own slot of `polls`.
 struct Once {
@@ -183,4 +188,164 @@ fn loom_watcher_never_misses_fresh_work() {
         drop((owner, sleeper));
         assert_eq!(shared.begin_shutdown(), !done);
     });
+}
+
+/// A process that leaves an internal reference to itself where another process can
+/// wake it (as a channel wait does), and completes on its second poll; counts its polls
+/// and drops.
+struct Sleeper {
+    polls: Arc<AtomicUsize>,
+    drops: Arc<AtomicUsize>,
+    owner: Arc<Mutex<Option<Owner>>>,
+}
+
+impl Future for Sleeper {
+    type Output = usize;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        let n = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
+        if n >= 2 {
+            return Poll::Ready(n);
+        }
+        let owner = Owner::internal(cx.waker()).expect("a process's waker");
+        drop(self.owner.lock().replace(owner));
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A process that wakes whoever left a reference in each of `owners`, in order, then
+/// completes.
+struct Waking {
+    owners: Vec<Arc<Mutex<Option<Owner>>>>,
+}
+
+impl Future for Waking {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        for owner in &self.owners {
+            let owner = owner.lock().take();
+            if let Some(owner) = owner {
+                owner.wake();
+            }
+        }
+        Poll::Ready(())
+    }
+}
+
+/// What races the hand-off in [`hand_off_racing`].
+#[derive(Clone, Copy)]
+enum Racer {
+    Abort,
+    Shutdown,
+}
+
+/// A process polled on a worker wakes two sleeping ones, each going straight to Running
+/// in that worker's handoff slot (`task/state.rs`), the first pushed out of it by the
+/// second and so back to Queued, while another thread aborts the first sleeper or shuts
+/// the runtime down. Whichever way it goes, each sleeper's future is dropped exactly
+/// once, it is polled at most once more, the handle's result says which, and every
+/// reference is released exactly once (loom reports the runtime reference a leaked
+/// process holds).
+fn hand_off_racing(racer: Racer) {
+    // Executions in which a sleeper went through the slot (std's atomic: counted across
+    // executions, outside the model).
+    static HANDED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    HANDED.store(0, std::sync::atomic::Ordering::Relaxed);
+    loom::model(move || {
+        let (shared, mut queues) = Shared::new(1, "loom".to_owned(), None, Default::default());
+        let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
+        // SAFETY: `local` outlives the guard, on this thread.
+        let guard = unsafe { context::WorkerGuard::new(&local) };
+        let sleepers: Vec<_> = (0..2)
+            .map(|_| {
+                let polls = Arc::new(AtomicUsize::new(0));
+                let drops = Arc::new(AtomicUsize::new(0));
+                let owner = Arc::new(Mutex::new(None));
+                let join = Shared::spawn(
+                    &shared,
+                    Sleeper {
+                        polls: polls.clone(),
+                        drops: drops.clone(),
+                        owner: owner.clone(),
+                    },
+                    Location::caller(),
+                );
+                (polls, drops, owner, join)
+            })
+            .collect();
+        drain(&local);
+        let owners = sleepers.iter().map(|s| s.2.clone()).collect();
+        drop(Shared::spawn(
+            &shared,
+            Waking { owners },
+            Location::caller(),
+        ));
+        let handoffs_before = local.counters().handoffs.load(Ordering::Relaxed);
+        let mut sleepers = sleepers.into_iter();
+        let (polls, drops, owner, sleeper) = sleepers.next().unwrap();
+        let sleeper = Arc::new(sleeper);
+
+        let racer = {
+            let shared = shared.clone();
+            let sleeper = sleeper.clone();
+            thread::spawn(move || match racer {
+                Racer::Abort => sleeper.abort(),
+                Racer::Shutdown => {
+                    assert!(shared.begin_shutdown());
+                    shared.registry().close_and_shutdown_all();
+                }
+            })
+        };
+        drain(&local);
+        racer.join().unwrap();
+        drain(&local);
+        if local.counters().handoffs.load(Ordering::Relaxed) > handoffs_before {
+            HANDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        drop(guard);
+        local.drain();
+        shared.drain_injector();
+        drop(owner.lock().take());
+
+        let (other_polls, other_drops, other_owner, other) = sleepers.next().unwrap();
+        drop(other_owner.lock().take());
+        assert_eq!(other_drops.load(Ordering::SeqCst), 1);
+        match block_on(other) {
+            Ok(n) => assert_eq!((n, other_polls.load(Ordering::SeqCst)), (2, 2)),
+            Err(err) => assert!(err.is_cancelled()),
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped exactly once");
+        let polls = polls.load(Ordering::SeqCst);
+        let sleeper = Arc::try_unwrap(sleeper).expect("the racer is done with the handle");
+        match block_on(sleeper) {
+            Ok(n) => assert_eq!((n, polls), (2, 2)),
+            Err(err) => {
+                assert!(err.is_cancelled());
+                assert_eq!(polls, 1, "no poll after the cancellation");
+            }
+        }
+        drop(local);
+        let _ = shared.begin_shutdown();
+    });
+    assert!(
+        HANDED.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "the model reached the handoff slot"
+    );
+}
+
+#[test]
+fn loom_hand_off_racing_abort() {
+    hand_off_racing(Racer::Abort);
+}
+
+#[test]
+fn loom_hand_off_racing_shutdown() {
+    hand_off_racing(Racer::Shutdown);
 }
