@@ -30,14 +30,14 @@ struct Probe {
 }
 
 #[derive(Clone)]
-struct Counters {
+pub(super) struct Counters {
     polls: Arc<AtomicUsize>,
     drops: Arc<AtomicUsize>,
     waker: Arc<Mutex<Option<Waker>>>,
 }
 
 impl Counters {
-    fn new() -> Counters {
+    pub(super) fn new() -> Counters {
         Counters {
             polls: Arc::new(AtomicUsize::new(0)),
             drops: Arc::new(AtomicUsize::new(0)),
@@ -54,11 +54,11 @@ impl Counters {
         }
     }
 
-    fn polls(&self) -> usize {
+    pub(super) fn polls(&self) -> usize {
         self.polls.load(Ordering::SeqCst)
     }
 
-    fn drops(&self) -> usize {
+    pub(super) fn drops(&self) -> usize {
         self.drops.load(Ordering::SeqCst)
     }
 
@@ -124,36 +124,43 @@ fn shutdown(shared: &Arc<Shared>) {
     shared.drain_injector();
 }
 
+/// Spawns `future` (counting in `counters`, complete on its second poll) and runs its
+/// first poll while another thread wakes it as soon as `wake` finds what to wake it by
+/// (and says true): the process is polled exactly once more, and completes.
+fn wake_racing_first_poll(
+    future: impl Future<Output = usize> + Send + 'static,
+    counters: &Counters,
+    wake: impl Fn() -> bool + Send + 'static,
+) {
+    let shared = new_runtime();
+    let join = Shared::spawn(&shared, future, std::panic::Location::caller());
+
+    let waker_thread = thread::spawn(move || {
+        while !wake() {
+            thread::yield_now();
+        }
+    });
+    run_queued(&shared);
+    waker_thread.join().unwrap();
+    run_queued(&shared);
+
+    assert_eq!(counters.polls(), 2, "exactly one poll per wake, none lost");
+    assert_eq!(block_on(join).unwrap(), 2);
+    assert_eq!(counters.drops(), 1);
+    shutdown(&shared);
+}
+
 /// A wake from another thread racing the poll that registered the waker: whether it
 /// lands while Running (→ Yielding, requeued by the poller) or after (→ Queued by the
 /// waker), the process is polled exactly once more.
 #[test]
 fn loom_wake_racing_poll() {
     loom::model(|| {
-        let shared = new_runtime();
         let counters = Counters::new();
-        let join = Shared::spawn(&shared, counters.probe(2), std::panic::Location::caller());
-
-        let waker_thread = {
-            let counters = counters.clone();
-            thread::spawn(move || {
-                loop {
-                    if let Some(waker) = counters.take_waker() {
-                        waker.wake();
-                        return;
-                    }
-                    thread::yield_now();
-                }
-            })
-        };
-        run_queued(&shared);
-        waker_thread.join().unwrap();
-        run_queued(&shared);
-
-        assert_eq!(counters.polls(), 2, "exactly one poll per wake, none lost");
-        assert_eq!(block_on(join).unwrap(), 2);
-        assert_eq!(counters.drops(), 1);
-        shutdown(&shared);
+        let taker = counters.clone();
+        wake_racing_first_poll(counters.probe(2), &counters, move || {
+            taker.take_waker().map(Waker::wake).is_some()
+        });
     });
 }
 
@@ -321,7 +328,7 @@ fn loom_shutdown_racing_wake() {
 /// takes the poll's lent reference: `task/loan.rs`) and leaves it where a test thread
 /// can wake it. It checks, after handing the reference out, that its process was not
 /// freed under its own poll (the allocation's drop would have dropped it).
-struct Lender {
+pub(super) struct Lender {
     polls: Arc<AtomicUsize>,
     drops: Arc<AtomicUsize>,
     owner: Arc<Mutex<Option<Owner>>>,
@@ -355,7 +362,11 @@ impl Drop for Lender {
     }
 }
 
-fn lender(counters: &Counters, owner: &Arc<Mutex<Option<Owner>>>, ready_at: usize) -> Lender {
+pub(super) fn lender(
+    counters: &Counters,
+    owner: &Arc<Mutex<Option<Owner>>>,
+    ready_at: usize,
+) -> Lender {
     Lender {
         polls: counters.polls.clone(),
         drops: counters.drops.clone(),
@@ -371,35 +382,13 @@ fn lender(counters: &Counters, owner: &Arc<Mutex<Option<Owner>>>, ready_at: usiz
 #[test]
 fn loom_lent_reference_woken_racing_poll() {
     loom::model(|| {
-        let shared = new_runtime();
         let counters = Counters::new();
         let owner = Arc::new(Mutex::new(None));
-        let join = Shared::spawn(
-            &shared,
-            lender(&counters, &owner, 2),
-            std::panic::Location::caller(),
-        );
-
-        let waker_thread = {
-            let owner = owner.clone();
-            thread::spawn(move || {
-                loop {
-                    if let Some(owner) = owner.lock().take() {
-                        owner.wake();
-                        return;
-                    }
-                    thread::yield_now();
-                }
-            })
-        };
-        run_queued(&shared);
-        waker_thread.join().unwrap();
-        run_queued(&shared);
-
-        assert_eq!(counters.polls(), 2, "exactly one poll per wake, none lost");
-        assert_eq!(block_on(join).unwrap(), 2);
-        assert_eq!(counters.drops(), 1);
-        shutdown(&shared);
+        let future = lender(&counters, &owner, 2);
+        wake_racing_first_poll(future, &counters, move || {
+            let lent = owner.lock().take();
+            lent.map(Owner::wake).is_some()
+        });
     });
 }
 

@@ -175,10 +175,9 @@ impl RawTask {
     pub(crate) fn hand_off_by_val(self) -> Option<Handed> {
         match self.state().transition_to_handed_by_val() {
             NotifyByVal::Submit => Some(Handed(self)),
-            NotifyByVal::DoNothing => None,
-            NotifyByVal::Dealloc => {
-                // SAFETY: the caller's reference was the last.
-                unsafe { (self.header().vtable.dealloc)(self.ptr) };
+            // Nothing to schedule: released, or freed if it was the last reference.
+            nothing => {
+                self.finish_wake_by_val(nothing);
                 None
             }
         }

@@ -18,6 +18,7 @@ use loom::thread;
 
 use super::{Found, Local};
 use crate::loom::sync::Mutex;
+use crate::runtime::process_loom_models::{Counters, lender};
 use crate::runtime::{Shared, context};
 use crate::wait::JoinHandle;
 use crate::wait::claim::Owner;
@@ -190,35 +191,6 @@ fn loom_watcher_never_misses_fresh_work() {
     });
 }
 
-/// A process that leaves an internal reference to itself where another process can
-/// wake it (as a channel wait does), and completes on its second poll; counts its polls
-/// and drops.
-struct Sleeper {
-    polls: Arc<AtomicUsize>,
-    drops: Arc<AtomicUsize>,
-    owner: Arc<Mutex<Option<Owner>>>,
-}
-
-impl Future for Sleeper {
-    type Output = usize;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
-        let n = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
-        if n >= 2 {
-            return Poll::Ready(n);
-        }
-        let owner = Owner::internal(cx.waker()).expect("a process's waker");
-        drop(self.owner.lock().replace(owner));
-        Poll::Pending
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 /// A process that wakes whoever left a reference in each of `owners`, in order, then
 /// completes.
 struct Waking {
@@ -263,25 +235,18 @@ fn hand_off_racing(racer: Racer) {
         let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
         // SAFETY: `local` outlives the guard, on this thread.
         let guard = unsafe { context::WorkerGuard::new(&local) };
+        // Sleepers: each leaves an internal reference to itself in its `owner`, as a
+        // channel wait does, and completes on its second poll.
         let sleepers: Vec<_> = (0..2)
             .map(|_| {
-                let polls = Arc::new(AtomicUsize::new(0));
-                let drops = Arc::new(AtomicUsize::new(0));
+                let counters = Counters::new();
                 let owner = Arc::new(Mutex::new(None));
-                let join = Shared::spawn(
-                    &shared,
-                    Sleeper {
-                        polls: polls.clone(),
-                        drops: drops.clone(),
-                        owner: owner.clone(),
-                    },
-                    Location::caller(),
-                );
-                (polls, drops, owner, join)
+                let join = Shared::spawn(&shared, lender(&counters, &owner, 2), Location::caller());
+                (counters, owner, join)
             })
             .collect();
         drain(&local);
-        let owners = sleepers.iter().map(|s| s.2.clone()).collect();
+        let owners = sleepers.iter().map(|s| s.1.clone()).collect();
         drop(Shared::spawn(
             &shared,
             Waking { owners },
@@ -289,7 +254,7 @@ fn hand_off_racing(racer: Racer) {
         ));
         let handoffs_before = local.counters().handoffs.load(Ordering::Relaxed);
         let mut sleepers = sleepers.into_iter();
-        let (polls, drops, owner, sleeper) = sleepers.next().unwrap();
+        let (counters, owner, sleeper) = sleepers.next().unwrap();
         let sleeper = Arc::new(sleeper);
 
         let racer = {
@@ -314,15 +279,15 @@ fn hand_off_racing(racer: Racer) {
         shared.drain_injector();
         drop(owner.lock().take());
 
-        let (other_polls, other_drops, other_owner, other) = sleepers.next().unwrap();
+        let (other_counters, other_owner, other) = sleepers.next().unwrap();
         drop(other_owner.lock().take());
-        assert_eq!(other_drops.load(Ordering::SeqCst), 1);
+        assert_eq!(other_counters.drops(), 1);
         match block_on(other) {
-            Ok(n) => assert_eq!((n, other_polls.load(Ordering::SeqCst)), (2, 2)),
+            Ok(n) => assert_eq!((n, other_counters.polls()), (2, 2)),
             Err(err) => assert!(err.is_cancelled()),
         }
-        assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped exactly once");
-        let polls = polls.load(Ordering::SeqCst);
+        assert_eq!(counters.drops(), 1, "dropped exactly once");
+        let polls = counters.polls();
         let sleeper = Arc::try_unwrap(sleeper).expect("the racer is done with the handle");
         match block_on(sleeper) {
             Ok(n) => assert_eq!((n, polls), (2, 2)),
