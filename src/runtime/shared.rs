@@ -62,6 +62,11 @@ impl Scheduler for Shared {
         Shared::wake(this, task);
     }
 
+    #[inline(always)]
+    fn wake_by_ref(this: &Arc<Shared>, task: RawTask) {
+        Shared::wake_by_ref(this, task);
+    }
+
     #[inline]
     fn release(&self, task: RawTask) -> bool {
         self.registry.remove(task)
@@ -190,20 +195,42 @@ impl Shared {
 
     /// Wakes `task`, consuming a reference the caller gives up: a process polled on one
     /// of this runtime's workers hands it to that worker's slot (`Running` already,
-    /// `task/state.rs`); any other waker queues it ([`schedule`](Self::schedule)).
+    /// `task/state.rs`; the worker's resting process with no atomic operation at all);
+    /// any other waker queues it ([`schedule`](Self::schedule)).
     #[inline(always)]
     pub(crate) fn wake(this: &Arc<Shared>, task: RawTask) {
         if let Some(local) = context::worker_ptr() {
             // SAFETY: this thread's worker, used on this thread, within its loop.
             let local = unsafe { local.as_ref() };
             if local.belongs_to(this) && context::is_polling() {
-                if let Some(handed) = task.hand_off_by_val() {
+                if let Some(resting) = local.take_resting(task) {
+                    // SAFETY: the caller's reference, to the resting process, given up.
+                    local.hand_off(unsafe { resting.woken(task) });
+                } else if let Some(handed) = task.hand_off_by_val() {
                     local.hand_off(handed);
                 }
                 return;
             }
         }
         task.wake_by_val();
+    }
+
+    /// Wakes `task`, keeping the caller's reference: the resting process of the worker
+    /// whose poll wakes it goes to that worker's handoff slot; any other is woken as
+    /// [`RawTask::wake_by_ref`] does.
+    #[inline(always)]
+    pub(crate) fn wake_by_ref(this: &Arc<Shared>, task: RawTask) {
+        if let Some(local) = context::worker_ptr() {
+            // SAFETY: this thread's worker, used on this thread, within its loop.
+            let local = unsafe { local.as_ref() };
+            if local.belongs_to(this) && context::is_polling() {
+                if let Some(resting) = local.take_resting(task) {
+                    local.hand_off(resting.woken_by_ref());
+                    return;
+                }
+            }
+        }
+        task.wake_by_ref();
     }
 
     /// [`schedule`](Self::schedule) from a thread that is not one of this runtime's

@@ -38,6 +38,17 @@
 //! until the work ripens: parking as the watcher instead left the second worker idle
 //! past the ripening (a timed sleep ends late), and skynet took about 330 ms, not 230.
 //!
+//! A process whose poll returns `Pending` rests in the worker's *resting slot*, still
+//! `Running`, its transition to `Sleeping` put off (`task::Resting`): woken by the next
+//! poll on this worker (the other end of a ping-pong, a child it awaits), it moves to the
+//! handoff slot with no atomic operation, where a sleep and a wake cost a compare-and-swap
+//! each (4 of a ping-pong round trip's 8 read-modify-writes). Otherwise it goes to sleep
+//! when that next poll ends, or before the worker looks beyond its slots and queue, ends
+//! a round budget, or exits. To every other thread it is a process being polled: a wake
+//! marks it `Yielding` and an abort or shutdown `CANCELLED`, and the put-off transition
+//! acts on either, so one poll's length is the longest it waits for them (as a process in
+//! the handoff slot waits).
+//!
 //! A process that a poll on this worker wakes enters the slot already `Running`
 //! (`Shared::wake`, `task/state.rs`), so running it from the slot costs no transition; one
 //! that leaves the slot unpolled (pushed out, or over the budget) goes back to `Queued`
@@ -83,7 +94,7 @@ use crate::runtime::metrics::{WorkerCounters, bump};
 use crate::runtime::queue::{LocalQueue, Steal};
 use crate::runtime::timer::timers::ParkTimeout;
 use crate::runtime::{Handle, Shared, context};
-use crate::task::{Handed, Notified, Schedule};
+use crate::task::{Handed, Notified, RawTask, Resting, Schedule};
 use crate::tuning::{
     DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, HANDOFF_STALE_SENDS, INJECTOR_BATCH,
     MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS, WATCH_INTERVAL, WATCH_QUIET_LOOKS,
@@ -110,6 +121,9 @@ pub(crate) struct Local {
     /// The thread's count of buffered values (`context::buffered`) when the slot was
     /// last filled.
     handoff_filled_at: Cell<u32>,
+    /// The resting slot: the process whose poll last returned `Pending`, still
+    /// `Running` (module docs).
+    resting: Cell<Option<Resting>>,
     /// Processes the current poll pushed out of the slot, not yet in the queue (module
     /// docs); empty between polls. Its capacity is reserved once.
     displaced: RefCell<Vec<Notified>>,
@@ -141,10 +155,11 @@ pub(crate) enum Next {
 }
 
 impl Next {
+    /// Runs the process; one whose poll returned `Pending` comes back still `Running`.
     #[inline(always)]
-    fn run(self) {
+    fn run(self) -> Option<Resting> {
         match self {
-            Next::Queued(entry) => entry.run(),
+            Next::Queued(entry) => entry.run_resting(),
             Next::Handed(handed) => handed.run(),
         }
     }
@@ -240,6 +255,7 @@ impl Local {
             handoff: Cell::new(None),
             handoff_streak: Cell::new(0),
             handoff_filled_at: Cell::new(0),
+            resting: Cell::new(None),
             displaced: RefCell::new(Vec::with_capacity(DISPLACED_BATCH)),
             tick: Cell::new(GLOBAL_QUEUE_INTERVAL),
             searching: Cell::new(false),
@@ -292,6 +308,30 @@ impl Local {
         self.fill_handoff(Next::Handed(handed));
     }
 
+    /// Takes this worker's resting process if it is `task` (for a wake by a poll on
+    /// this worker, `Shared::wake`).
+    #[inline(always)]
+    pub(crate) fn take_resting(&self, task: RawTask) -> Option<Resting> {
+        let resting = self.resting.take()?;
+        if resting.raw() == task {
+            return Some(resting);
+        }
+        self.resting.set(Some(resting));
+        None
+    }
+
+    /// Puts the resting process to sleep, if there is one: true if there was.
+    #[inline]
+    fn put_resting_to_sleep(&self) -> bool {
+        match self.resting.take() {
+            Some(resting) => {
+                resting.sleep();
+                true
+            }
+            None => false,
+        }
+    }
+
     #[inline(always)]
     fn fill_handoff(&self, next: Next) {
         self.handoff_filled_at.set(context::buffered());
@@ -333,6 +373,8 @@ impl Local {
                 other => return other,
             }
         }
+        // The caller may look elsewhere (the reactor) before the next round.
+        self.put_resting_to_sleep();
         Step::Ran
     }
 
@@ -342,6 +384,11 @@ impl Local {
         if let Some(entry) = self.next_task() {
             // `next_task` has stopped the search, if there was one.
             self.poll(entry);
+            return Step::Ran;
+        }
+        // Before the worker looks beyond its own slots and queue (and perhaps parks):
+        // put off no longer, and look again at what that re-queued.
+        if self.put_resting_to_sleep() {
             return Step::Ran;
         }
         if self.shared.is_shutdown() {
@@ -383,9 +430,15 @@ impl Local {
     fn poll(&self, entry: Next) {
         debug_assert!(!self.searching.get());
         bump(&self.counters().polls);
-        {
+        let rested = {
             let _polling = context::polling(self.runtime_id);
-            entry.run();
+            entry.run()
+        };
+        // The process resting before this poll, unless the poll woke it, waited long
+        // enough: it goes to sleep, and the one this poll left takes its place.
+        let previous = self.resting.replace(rested);
+        if let Some(previous) = previous {
+            previous.sleep();
         }
         self.publish_displaced();
     }
@@ -722,6 +775,7 @@ impl Local {
     /// Drops the entries left in the slot and the queue at shutdown (their processes are
     /// cancelled through the registry).
     fn drain(&self) {
+        self.put_resting_to_sleep();
         if let Some(next) = self.handoff.take() {
             next.into_queued().discard();
         }

@@ -60,8 +60,12 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     }
 
     /// One scheduled step, consuming the reference of the run queue entry, or of the
-    /// handoff slot if `handed` (the process is `Running` already).
-    fn run(self, handed: bool) {
+    /// handoff slot if `handed` (the process is `Running` already). With `rest`, a poll
+    /// that returns `Pending` leaves the process `Running` and returns what became of
+    /// the reference, for the caller to hold as a [`Resting`](crate::task::Resting)
+    /// process and put to sleep later ([`sleep`](Self::sleep)).
+    #[inline(always)]
+    fn run(self, handed: bool, rest: bool) -> Option<PollRef> {
         // One function for both, with the step below made once: two copies of it each
         // inlined less of the poll (70 instructions more a ping_pong round trip).
         let state = &self.cell().header.state;
@@ -86,32 +90,49 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
                 match polled {
                     // SAFETY: still the owner of the future (still `Running`).
                     Some(result) => unsafe { self.complete(result) },
-                    None => match self.cell().header.state.transition_to_idle(poll_ref) {
-                        // The entry's reference (if held) went with the transition.
-                        ToIdle::Slept => return,
-                        ToIdle::Requeue => {
-                            let scheduler = self.cell().header.scheduler.as_ptr();
-                            // SAFETY: the transition left the poller one reference for
-                            // the re-queued entry.
-                            let entry = unsafe { Notified::from_raw(self.raw()) };
-                            // SAFETY: the vtable was made for `S` (`raw::vtable::<F,
-                            // S>`); the pointer was copied out of the header before the
-                            // hand-over.
-                            unsafe {
-                                scheduler::schedule::<S>(scheduler, entry, Schedule::Yield);
-                            }
-                            return;
-                        }
-                        // SAFETY: `Cancel` leaves this worker the owner of the future.
-                        ToIdle::Cancel => unsafe { self.cancel() },
-                    },
+                    None if rest => return Some(poll_ref),
+                    None => {
+                        self.sleep(poll_ref);
+                        return None;
+                    }
                 }
             }
         };
+        self.release(poll_ref, registry_ref);
+        None
+    }
+
+    /// After a `Pending` poll: Running → Sleeping, or re-queued if woken meanwhile, or
+    /// the future dropped if cancelled meanwhile. `poll_ref` says whether the poller
+    /// still holds the entry's reference.
+    #[inline(always)]
+    fn sleep(self, poll_ref: PollRef) {
+        let registry_ref = match self.cell().header.state.transition_to_idle(poll_ref) {
+            // The entry's reference (if held) went with the transition.
+            ToIdle::Slept => return,
+            ToIdle::Requeue => {
+                let scheduler = self.cell().header.scheduler.as_ptr();
+                // SAFETY: the transition left the poller one reference for the re-queued
+                // entry.
+                let entry = unsafe { Notified::from_raw(self.raw()) };
+                // SAFETY: the vtable was made for `S` (`raw::vtable::<F, S>`); the
+                // pointer was copied out of the header before the hand-over.
+                unsafe { scheduler::schedule::<S>(scheduler, entry, Schedule::Yield) };
+                return;
+            }
+            // SAFETY: `Cancel` leaves the poller the owner of the future.
+            ToIdle::Cancel => unsafe { self.cancel() },
+        };
+        self.release(poll_ref, registry_ref);
+    }
+
+    /// Releases, once the step is done with the process, the references it holds: the
+    /// entry's unless lent, and the registry's if it has it.
+    #[inline(always)]
+    fn release(self, poll_ref: PollRef, registry_ref: bool) {
         let held = usize::from(poll_ref == PollRef::Held) + usize::from(registry_ref);
         if held > 0 {
-            // SAFETY: the references this step holds, released once it is done with the
-            // process: the entry's unless lent, and the registry's if it has it.
+            // SAFETY: the references this step holds, given up here.
             unsafe { self.raw().drop_references(held) }
         }
     }
@@ -231,15 +252,31 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     }
 }
 
-/// Vtable entry: one scheduled step.
+/// Vtable entry: one scheduled step; with `rest`, `Some` if the poll returned `Pending`
+/// and left the process `Running` (`Harness::run`).
 ///
 /// # Safety
 /// `ptr` is a live `Cell<F>` and the caller gives up a run queue entry's reference, or,
 /// if `handed`, the reference of a worker's handoff slot, for which the process is
-/// `Running`.
-pub(crate) unsafe fn run<F: Future, S: Scheduler>(ptr: NonNull<Header>, handed: bool) {
+/// `Running`. On `Some`, the caller holds the process `Running` with that reference
+/// (unless lent), and must put it to sleep through [`sleep`].
+pub(crate) unsafe fn run<F: Future, S: Scheduler>(
+    ptr: NonNull<Header>,
+    handed: bool,
+    rest: bool,
+) -> Option<PollRef> {
     // SAFETY: the caller's reference keeps the cell alive.
-    unsafe { Harness::<F, S>::from_raw(ptr) }.run(handed)
+    unsafe { Harness::<F, S>::from_raw(ptr) }.run(handed, rest)
+}
+
+/// Vtable entry: the transition after a `Pending` poll that [`run`] put off.
+///
+/// # Safety
+/// `ptr` is a live `Cell<F>`, `Running`, left so by [`run`] with `poll_ref`, whose
+/// holder gives it up here.
+pub(crate) unsafe fn sleep<F: Future, S: Scheduler>(ptr: NonNull<Header>, poll_ref: PollRef) {
+    // SAFETY: the registry's reference keeps a `Running` process alive (state.rs).
+    unsafe { Harness::<F, S>::from_raw(ptr) }.sleep(poll_ref)
 }
 
 /// Vtable entry: wakes a process through its scheduler, consuming a reference.
@@ -253,6 +290,19 @@ pub(crate) unsafe fn wake<S: Scheduler>(ptr: NonNull<Header>) {
     let scheduler = unsafe { ptr.as_ref() }.scheduler.as_ptr();
     // SAFETY: the vtable was made for `S`; the caller's reference passes to the call.
     unsafe { scheduler::wake::<S>(scheduler, RawTask::from_raw(ptr)) }
+}
+
+/// Vtable entry: wakes a process through its scheduler, keeping the caller's reference.
+///
+/// # Safety
+/// `ptr` is a live process made for a scheduler of type `S`, which the caller keeps
+/// alive for the call.
+pub(crate) unsafe fn wake_by_ref<S: Scheduler>(ptr: NonNull<Header>) {
+    // SAFETY: the caller keeps the process alive while its scheduler pointer is copied
+    // out.
+    let scheduler = unsafe { ptr.as_ref() }.scheduler.as_ptr();
+    // SAFETY: the vtable was made for `S`; the process stays alive for the call.
+    unsafe { scheduler::wake_by_ref::<S>(scheduler, RawTask::from_raw(ptr)) }
 }
 
 /// Vtable entry: frees the allocation.

@@ -7,16 +7,21 @@ use std::task::Waker;
 
 use crate::task::harness;
 use crate::task::header::Header;
-use crate::task::loan;
+use crate::task::loan::{self, PollRef};
 use crate::task::scheduler::Scheduler;
 use crate::task::state::{Notify, NotifyByVal, State};
 
 /// The operations that depend on the future's type.
 pub(crate) struct Vtable {
     /// Runs one scheduled step (poll, cancel, or discard a stale entry), consuming the
-    /// run queue entry's reference; with `true`, of a process handed to a worker's
-    /// slot, `Running` already, consuming the slot's reference.
-    pub(crate) run: unsafe fn(NonNull<Header>, bool),
+    /// run queue entry's reference; with `handed` (the first flag), of a process handed
+    /// to a worker's slot, `Running` already, consuming the slot's reference. With
+    /// `rest` (the second), a `Pending` poll leaves the process `Running` and returns
+    /// what became of the reference, for a [`Resting`] to hold.
+    pub(crate) run: unsafe fn(NonNull<Header>, bool, bool) -> Option<PollRef>,
+    /// The transition a [`Resting`] process put off: to `Sleeping`, or re-queued, or
+    /// its future dropped if cancelled meanwhile.
+    pub(crate) sleep: unsafe fn(NonNull<Header>, PollRef),
     /// Frees the allocation once the last reference is gone.
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
     /// `JoinHandle::poll`: writes `Poll::Ready(output)` through the `*mut ()` (a
@@ -37,6 +42,10 @@ pub(crate) struct Vtable {
     /// Wakes the process, consuming a reference, through its scheduler's
     /// [`Scheduler::wake`]: to the waking worker's handoff slot if it can take it.
     pub(crate) wake: unsafe fn(NonNull<Header>),
+    /// Wakes the process, keeping the caller's reference, through its scheduler's
+    /// [`Scheduler::wake_by_ref`]: the waking worker's resting process goes to its
+    /// handoff slot.
+    pub(crate) wake_by_ref: unsafe fn(NonNull<Header>),
 }
 
 /// The vtable for futures of type `F` run by schedulers of type `S`.
@@ -46,6 +55,7 @@ where
 {
     &Vtable {
         run: harness::run::<F, S>,
+        sleep: harness::sleep::<F, S>,
         dealloc: harness::dealloc::<F, S>,
         try_read_output: harness::try_read_output::<F, S>,
         drop_join_handle: harness::drop_join_handle::<F, S>,
@@ -53,6 +63,7 @@ where
         schedule: harness::schedule::<S>,
         runtime_id: harness::runtime_id::<S>,
         wake: harness::wake::<S>,
+        wake_by_ref: harness::wake_by_ref::<S>,
     }
 }
 
@@ -183,6 +194,18 @@ impl RawTask {
         }
     }
 
+    /// Wakes the process without consuming a reference, through its scheduler, for a
+    /// waker csp keeps (the join-waker slot's): the waking worker's resting process
+    /// goes to its handoff slot ([`Resting`]).
+    ///
+    /// # Safety
+    /// The caller holds a reference for the call.
+    #[inline]
+    pub(crate) unsafe fn wake_internal_by_ref(self) {
+        // SAFETY: the caller's reference keeps the process alive for the call.
+        unsafe { (self.header().vtable.wake_by_ref)(self.ptr) }
+    }
+
     /// Wakes the process without consuming a reference.
     pub(crate) fn wake_by_ref(self) {
         if self.state().transition_to_notified_by_ref() == Notify::Submit {
@@ -277,7 +300,20 @@ impl Notified {
         let raw = self.0;
         std::mem::forget(self);
         // SAFETY: the entry's reference passes to `run`, which releases it.
-        unsafe { (raw.header().vtable.run)(raw.as_ptr(), false) }
+        let rested = unsafe { (raw.header().vtable.run)(raw.as_ptr(), false, false) };
+        debug_assert!(rested.is_none());
+    }
+
+    /// As [`run`](Self::run), on a worker: a process whose poll returns `Pending` is
+    /// returned still `Running`, its transition to `Sleeping` put off ([`Resting`]).
+    #[inline]
+    pub(crate) fn run_resting(self) -> Option<Resting> {
+        let raw = self.0;
+        std::mem::forget(self);
+        // SAFETY: the entry's reference passes to `run`, which releases it or, on
+        // `Some`, leaves it (unless lent) to the `Resting`.
+        let poll_ref = unsafe { (raw.header().vtable.run)(raw.as_ptr(), false, true) }?;
+        Some(Resting { raw, poll_ref })
     }
 
     /// Drops an entry that will not be run, at shutdown. Shutdown cancels processes
@@ -306,14 +342,16 @@ impl Drop for Notified {
 pub(crate) struct Handed(RawTask);
 
 impl Handed {
-    /// Polls the process (or drops its future, if it was cancelled meanwhile).
+    /// Polls the process (or drops its future, if it was cancelled meanwhile); one whose
+    /// poll returns `Pending` is returned still `Running` ([`Resting`]).
     #[inline]
-    pub(crate) fn run(self) {
+    pub(crate) fn run(self) -> Option<Resting> {
         let raw = self.0;
         std::mem::forget(self);
-        // SAFETY: the slot's reference passes to `run`, which releases it; the process
-        // is `Running` for it.
-        unsafe { (raw.header().vtable.run)(raw.as_ptr(), true) }
+        // SAFETY: the slot's reference passes to `run`, which releases it or, on `Some`,
+        // leaves it (unless lent) to the `Resting`; the process is `Running` for it.
+        let poll_ref = unsafe { (raw.header().vtable.run)(raw.as_ptr(), true, true) }?;
+        Some(Resting { raw, poll_ref })
     }
 
     /// The process leaves the slot unpolled: back to `Queued`, with this entry's
@@ -333,6 +371,88 @@ impl Drop for Handed {
         let entry = Handed(self.0).into_queued();
         // SAFETY: the entry's reference keeps the process alive for the call.
         unsafe { (self.0.header().vtable.schedule)(self.0.as_ptr(), entry) }
+    }
+}
+
+/// A process whose poll on a worker returned `Pending`, held by that worker still
+/// `Running`, its transition to `Sleeping` put off (`runtime/worker.rs`, the resting
+/// slot): woken by the worker's next poll, it goes to the handoff slot with no atomic
+/// operation at all ([`woken`](Self::woken)); otherwise it is put to sleep
+/// ([`sleep`](Self::sleep)). To everyone else it is a process being polled (state.rs):
+/// a wake from elsewhere marks it `Yielding`, an abort or shutdown `CANCELLED`, and the
+/// put-off transition acts on either. Holds the poll's reference, unless the poll lent
+/// it (`loan.rs`); the registry's keeps the process alive meanwhile, as during the poll.
+/// Dropped, it is put to sleep, so that it is never left `Running` with nobody to poll
+/// it or put it to sleep.
+pub(crate) struct Resting {
+    raw: RawTask,
+    poll_ref: PollRef,
+}
+
+impl Resting {
+    /// The process.
+    #[inline]
+    pub(crate) fn raw(&self) -> RawTask {
+        self.raw
+    }
+
+    /// The transition its poll put off (state.rs, `transition_to_idle`).
+    #[inline]
+    pub(crate) fn sleep(self) {
+        let (raw, poll_ref) = (self.raw, self.poll_ref);
+        std::mem::forget(self);
+        // SAFETY: `Running`, left so by its poll with `poll_ref`, given up here.
+        unsafe { (raw.header().vtable.sleep)(raw.as_ptr(), poll_ref) }
+    }
+
+    /// Woken by a poll on the worker that holds it: it stays `Running`, and goes to the
+    /// handoff slot with one reference, the waker's (if the poll lent its own, the
+    /// waker's is the one it lent) or its own (the waker's is then released, never the
+    /// last).
+    ///
+    /// # Safety
+    /// `reference` is one reference to the same process, which the caller gives up.
+    #[inline]
+    pub(crate) unsafe fn woken(self, reference: RawTask) -> Handed {
+        debug_assert!(reference == self.raw);
+        let poll_ref = self.poll_ref;
+        let raw = self.raw;
+        std::mem::forget(self);
+        if poll_ref == PollRef::Held {
+            // SAFETY: the caller's reference, given up; this one's keeps the process.
+            unsafe { reference.drop_reference() }
+        }
+        Handed(raw)
+    }
+
+    /// As [`woken`](Self::woken), by a waker that keeps its reference: the slot gets
+    /// this one's, or a new one if the poll lent its own.
+    #[inline]
+    pub(crate) fn woken_by_ref(self) -> Handed {
+        let (raw, poll_ref) = (self.raw, self.poll_ref);
+        std::mem::forget(self);
+        if poll_ref == PollRef::Lent {
+            raw.ref_inc();
+        }
+        Handed(raw)
+    }
+}
+
+impl Drop for Resting {
+    fn drop(&mut self) {
+        // Not on any normal path (a worker puts its resting process to sleep or hands it
+        // on), but a process must not be left `Running` with nobody to finish its poll.
+        Resting {
+            raw: self.raw,
+            poll_ref: self.poll_ref,
+        }
+        .sleep();
+    }
+}
+
+impl std::fmt::Debug for Resting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Resting").field(&self.raw).finish()
     }
 }
 

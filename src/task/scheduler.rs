@@ -43,6 +43,12 @@ pub(crate) trait Scheduler: Send + Sync + Sized + 'static {
     /// [`schedule`](Self::schedule).
     fn wake(this: &Arc<Self>, task: RawTask);
 
+    /// Wakes `task` for a waker that keeps its reference (csp's own, the join-waker
+    /// slot's): as [`RawTask::wake_by_ref`] does, except that the calling worker's
+    /// resting process goes to its handoff slot. `this` is lent as in
+    /// [`schedule`](Self::schedule).
+    fn wake_by_ref(this: &Arc<Self>, task: RawTask);
+
     /// Process `task` completed: it leaves the registry of live processes. True if the
     /// registry held a reference to it, which passes to the caller.
     fn release(&self, task: RawTask) -> bool;
@@ -100,6 +106,19 @@ pub(crate) unsafe fn wake<S: Scheduler>(scheduler: NonNull<()>, task: RawTask) {
     let this =
         ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) });
     S::wake(&this, task);
+}
+
+/// Calls [`Scheduler::wake_by_ref`] through a type-erased scheduler pointer.
+///
+/// # Safety
+/// `scheduler` is the pointer of a `SchedulerRef` made for `S`, of `task`, which the
+/// caller keeps alive for the call.
+#[inline(always)]
+pub(crate) unsafe fn wake_by_ref<S: Scheduler>(scheduler: NonNull<()>, task: RawTask) {
+    // SAFETY: as in `schedule`.
+    let this =
+        ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) });
+    S::wake_by_ref(&this, task);
 }
 
 impl SchedulerRef {

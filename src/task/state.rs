@@ -19,7 +19,7 @@
 //! |-----------|------------------------------------|--------------------------------------|
 //! | Sleeping  | waiting for an event, in no queue  | Sleeping → Queued, push to a queue   |
 //! | Queued    | in exactly one run queue           | nothing                              |
-//! | Running   | a worker is inside `poll`, or holds it in its handoff slot to poll next | Running → Yielding (no push) |
+//! | Running   | a worker is inside `poll`, or holds it in its handoff slot to poll next, or in its resting slot after a `Pending` poll (`raw.rs`, `Resting`) | Running → Yielding (no push) |
 //! | Yielding  | woken while Running                | nothing                              |
 //!
 //! A wake by a process polled on a worker of the same runtime hands the woken process to

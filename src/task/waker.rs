@@ -15,8 +15,12 @@ use crate::task::raw::RawTask;
 static WAKER_VTABLE: RawWakerVTable =
     RawWakerVTable::new(clone_waker, wake_foreign, wake_by_ref, drop_foreign);
 
-static INTERNAL_WAKER_VTABLE: RawWakerVTable =
-    RawWakerVTable::new(clone_internal, wake_by_val, wake_by_ref, drop_waker);
+static INTERNAL_WAKER_VTABLE: RawWakerVTable = RawWakerVTable::new(
+    clone_internal,
+    wake_by_val,
+    wake_internal_by_ref,
+    drop_waker,
+);
 
 /// A waker for the process at `ptr` that borrows the caller's reference instead of
 /// holding one; it must not outlive that reference (the poll it is made for).
@@ -102,6 +106,13 @@ unsafe fn wake_by_val(data: *const ()) {
 unsafe fn wake_by_ref(data: *const ()) {
     // SAFETY: called on a live csp waker.
     unsafe { raw_task(data) }.wake_by_ref()
+}
+
+/// # Safety
+/// `data` is the header pointer of a live csp waker csp keeps.
+unsafe fn wake_internal_by_ref(data: *const ()) {
+    // SAFETY: called on a live csp waker, whose reference keeps the process alive.
+    unsafe { raw_task(data).wake_internal_by_ref() }
 }
 
 /// # Safety

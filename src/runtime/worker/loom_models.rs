@@ -4,7 +4,9 @@
 //! steal-half), and every one is run exactly once; a worker going to sleep, as the
 //! watcher or not, never misses work that it alone can still run; a process handed to
 //! the slot `Running` by a wake races an abort or a shutdown and still ends exactly
-//! once.
+//! once; so does a resting process (its poll's transition to `Sleeping` put off) that
+//! the worker's next poll wakes, raced by an abort, a shutdown or a wake from another
+//! thread.
 
 use std::future::Future;
 use std::panic::Location;
@@ -39,10 +41,16 @@ impl Future for Once {
 }
 
 /// Runs everything this worker can find through `next_task`: its slot, its queue and
-/// the injector. Bounded: it stops as soon as it finds nothing.
+/// the injector, then puts its resting process to sleep, as the worker loop does when it
+/// finds nothing, and looks again. Bounded: it stops as soon as it finds nothing.
 fn drain(local: &Local) {
-    while let Some(entry) = local.next_task() {
-        local.run_task(entry);
+    loop {
+        while let Some(entry) = local.next_task() {
+            local.run_task(entry);
+        }
+        if !local.put_resting_to_sleep() {
+            return;
+        }
     }
 }
 
@@ -211,11 +219,14 @@ impl Future for Waking {
     }
 }
 
-/// What races the hand-off in [`hand_off_racing`].
+/// What races the hand-off in [`hand_off_racing`] and [`resting_racing`].
 #[derive(Clone, Copy)]
 enum Racer {
     Abort,
     Shutdown,
+    /// Another thread takes the sleeper's reference, if the waking process has not,
+    /// and wakes it.
+    Wake,
 }
 
 /// A process polled on a worker wakes two sleeping ones, each going straight to Running
@@ -266,6 +277,7 @@ fn hand_off_racing(racer: Racer) {
                     assert!(shared.begin_shutdown());
                     shared.registry().close_and_shutdown_all();
                 }
+                Racer::Wake => unreachable!("not raced in this model"),
             })
         };
         drain(&local);
@@ -313,4 +325,116 @@ fn loom_hand_off_racing_abort() {
 #[test]
 fn loom_hand_off_racing_shutdown() {
     hand_off_racing(Racer::Shutdown);
+}
+
+/// A process polled on a worker rests there (`Running`, its transition to `Sleeping`
+/// put off, `task/raw.rs`, `Resting`), leaving an internal reference to itself as a
+/// channel wait does; the worker's next poll, of another process, wakes it through
+/// that reference, which hands it to the handoff slot with no transition, while another
+/// thread aborts it, shuts the runtime down, or takes the reference first and wakes it
+/// from there (which marks it `Yielding`, for the put-off transition to act on).
+/// Whichever way it goes, its future is dropped exactly once, it is never polled after
+/// a cancellation or lost without its second poll, the handle's result says which, and
+/// every reference is released exactly once (loom reports the runtime reference a
+/// leaked process holds).
+fn resting_racing(racer: Racer) {
+    // Executions in which the waking poll found the sleeper resting (std's atomic:
+    // counted across executions, outside the model).
+    static WOKEN_RESTING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    WOKEN_RESTING.store(0, std::sync::atomic::Ordering::Relaxed);
+    loom::model(move || {
+        let (shared, mut queues) = Shared::new(1, "loom".to_owned(), None, Default::default());
+        let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
+        // SAFETY: `local` outlives the guard, on this thread.
+        let guard = unsafe { context::WorkerGuard::new(&local) };
+        let counters = Counters::new();
+        let owner = Arc::new(Mutex::new(None));
+        let sleeper = Arc::new(Shared::spawn(
+            &shared,
+            lender(&counters, &owner, 2),
+            Location::caller(),
+        ));
+        drop(Shared::spawn(
+            &shared,
+            Waking {
+                owners: vec![owner.clone()],
+            },
+            Location::caller(),
+        ));
+
+        let racing = {
+            let shared = shared.clone();
+            let sleeper = sleeper.clone();
+            let owner = owner.clone();
+            thread::spawn(move || match racer {
+                Racer::Abort => sleeper.abort(),
+                Racer::Shutdown => {
+                    assert!(shared.begin_shutdown());
+                    shared.registry().close_and_shutdown_all();
+                }
+                Racer::Wake => {
+                    let owner = owner.lock().take();
+                    if let Some(owner) = owner {
+                        owner.wake();
+                    }
+                }
+            })
+        };
+        // The sleeper's first poll (it rests), then the waking process's poll, then
+        // whatever that left in the slot: no look elsewhere in between.
+        let mut polls = 0;
+        while polls < 2 {
+            let Some(entry) = local.next_task() else {
+                break;
+            };
+            local.run_task(entry);
+            polls += 1;
+        }
+        drain(&local);
+        racing.join().unwrap();
+        drain(&local);
+        // The slot is reached only through the resting sleeper's wake by the waking
+        // poll: the racer's wake, or a cancellation before the first poll, leaves the
+        // waking process nothing to wake.
+        if local.counters().handoffs.load(Ordering::Relaxed) > 0 {
+            WOKEN_RESTING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        drop(guard);
+        local.drain();
+        shared.drain_injector();
+        drop(owner.lock().take());
+
+        assert_eq!(counters.drops(), 1, "dropped exactly once");
+        let polls = counters.polls();
+        let sleeper = Arc::try_unwrap(sleeper).expect("the racer is done with the handle");
+        match block_on(sleeper) {
+            Ok(n) => assert_eq!((n, polls), (2, 2)),
+            Err(err) => {
+                assert!(err.is_cancelled());
+                assert!(!matches!(racer, Racer::Wake), "a wake cancels nothing");
+                assert!(polls <= 1, "no poll after the cancellation");
+            }
+        }
+        drop(local);
+        let _ = shared.begin_shutdown();
+    });
+    assert!(
+        WOKEN_RESTING.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "the model reached a resting process woken into the handoff slot"
+    );
+}
+
+#[test]
+fn loom_resting_racing_abort() {
+    resting_racing(Racer::Abort);
+}
+
+#[test]
+fn loom_resting_racing_shutdown() {
+    resting_racing(Racer::Shutdown);
+}
+
+#[test]
+fn loom_resting_racing_remote_wake() {
+    resting_racing(Racer::Wake);
 }
