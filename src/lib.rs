@@ -90,7 +90,10 @@
 //! until the poll returns, and so do the up to 31 it pushed out of the slot, none of
 //! them stealable by an idle worker meanwhile. csp does not move them out while a poll
 //! runs long (that would put a check on the handoff's hot path); tokio's LIFO slot has
-//! the same limit.
+//! the same limit. So does the process whose poll on that worker returned `Pending`
+//! just before: it rests there until the blocking poll returns (its transition to
+//! sleep put off, for the next poll to wake it with no atomic operation), and a wake
+//! from another thread meanwhile is acted on only then.
 //!
 //! Where things are: the process state machine in `src/task/state.rs`, the scheduling
 //! policy in `src/runtime/worker.rs`, the channel core in `src/chan/core.rs`, and the
