@@ -18,6 +18,7 @@ use crate::runtime::queue::{Injector, LocalQueue, Steal, Stealer};
 use crate::runtime::queue_age::QueueAges;
 use crate::runtime::registry::Registry;
 use crate::runtime::timer::Timers;
+use crate::runtime::worker::Local;
 use crate::runtime::{Handle, ProcessInfo, ProcessState, context};
 use crate::task::{self, NewTask, Notified, RawTask, Schedule, Scheduler};
 use crate::wait::JoinHandle;
@@ -199,20 +200,16 @@ impl Shared {
     /// any other waker queues it ([`schedule`](Self::schedule)).
     #[inline(always)]
     pub(crate) fn wake(this: &Arc<Shared>, task: RawTask) {
-        if let Some(local) = context::worker_ptr() {
-            // SAFETY: this thread's worker, used on this thread, within its loop.
-            let local = unsafe { local.as_ref() };
-            if local.belongs_to(this) && context::is_polling() {
-                if let Some(resting) = local.take_resting(task) {
-                    // SAFETY: the caller's reference, to the resting process, given up.
-                    local.hand_off(unsafe { resting.woken(task) });
-                } else if let Some(handed) = task.hand_off_by_val() {
-                    local.hand_off(handed);
-                }
-                return;
-            }
+        let Some(local) = this.polling_worker() else {
+            task.wake_by_val();
+            return;
+        };
+        if let Some(resting) = local.take_resting(task) {
+            // SAFETY: the caller's reference, to the resting process, given up.
+            local.hand_off(unsafe { resting.woken(task) });
+        } else if let Some(handed) = task.hand_off_by_val() {
+            local.hand_off(handed);
         }
-        task.wake_by_val();
     }
 
     /// Wakes `task`, keeping the caller's reference: the resting process of the worker
@@ -220,17 +217,25 @@ impl Shared {
     /// [`RawTask::wake_by_ref`] does.
     #[inline(always)]
     pub(crate) fn wake_by_ref(this: &Arc<Shared>, task: RawTask) {
-        if let Some(local) = context::worker_ptr() {
-            // SAFETY: this thread's worker, used on this thread, within its loop.
-            let local = unsafe { local.as_ref() };
-            if local.belongs_to(this) && context::is_polling() {
-                if let Some(resting) = local.take_resting(task) {
-                    local.hand_off(resting.woken_by_ref());
-                    return;
-                }
-            }
+        if let Some(local) = this.polling_worker()
+            && let Some(resting) = local.take_resting(task)
+        {
+            local.hand_off(resting.woken_by_ref());
+            return;
         }
         task.wake_by_ref();
+    }
+
+    /// This thread's worker, if it is one of this runtime's and polls a process: the
+    /// one whose slots a wake from here may fill.
+    #[inline(always)]
+    fn polling_worker(&self) -> Option<&Local> {
+        let local = context::worker_ptr()?;
+        // SAFETY: this thread's worker, on its stack for as long as its loop runs,
+        // which outlasts the wake that asks (a wake cannot outlive the poll that makes
+        // it); only this thread uses it.
+        let local = unsafe { local.as_ref() };
+        (local.belongs_to(self) && context::is_polling()).then_some(local)
     }
 
     /// [`schedule`](Self::schedule) from a thread that is not one of this runtime's

@@ -194,6 +194,23 @@ impl RawTask {
         }
     }
 
+    /// One scheduled step through the vtable's `run` (its flags as there); a `Pending`
+    /// poll with `rest` comes back as the [`Resting`] process.
+    ///
+    /// # Safety
+    /// The caller gives up a run queue entry's reference or, with `handed`, a handoff
+    /// slot's, for which the process is `Running`; `run` releases it or, on `Some`,
+    /// leaves it (unless lent) to the `Resting`.
+    #[inline(always)]
+    unsafe fn run_step(self, handed: bool, rest: bool) -> Option<Resting> {
+        // SAFETY: per the caller.
+        let poll_ref = unsafe { (self.header().vtable.run)(self.ptr, handed, rest) }?;
+        Some(Resting {
+            raw: self,
+            poll_ref,
+        })
+    }
+
     /// Wakes the process without consuming a reference, through its scheduler, for a
     /// waker csp keeps (the join-waker slot's): the waking worker's resting process
     /// goes to its handoff slot ([`Resting`]).
@@ -299,8 +316,8 @@ impl Notified {
     pub(crate) fn run(self) {
         let raw = self.0;
         std::mem::forget(self);
-        // SAFETY: the entry's reference passes to `run`, which releases it.
-        let rested = unsafe { (raw.header().vtable.run)(raw.as_ptr(), false, false) };
+        // SAFETY: the entry's reference, given up above.
+        let rested = unsafe { raw.run_step(false, false) };
         debug_assert!(rested.is_none());
     }
 
@@ -310,10 +327,8 @@ impl Notified {
     pub(crate) fn run_resting(self) -> Option<Resting> {
         let raw = self.0;
         std::mem::forget(self);
-        // SAFETY: the entry's reference passes to `run`, which releases it or, on
-        // `Some`, leaves it (unless lent) to the `Resting`.
-        let poll_ref = unsafe { (raw.header().vtable.run)(raw.as_ptr(), false, true) }?;
-        Some(Resting { raw, poll_ref })
+        // SAFETY: the entry's reference, given up above.
+        unsafe { raw.run_step(false, true) }
     }
 
     /// Drops an entry that will not be run, at shutdown. Shutdown cancels processes
@@ -348,10 +363,8 @@ impl Handed {
     pub(crate) fn run(self) -> Option<Resting> {
         let raw = self.0;
         std::mem::forget(self);
-        // SAFETY: the slot's reference passes to `run`, which releases it or, on `Some`,
-        // leaves it (unless lent) to the `Resting`; the process is `Running` for it.
-        let poll_ref = unsafe { (raw.header().vtable.run)(raw.as_ptr(), true, true) }?;
-        Some(Resting { raw, poll_ref })
+        // SAFETY: the slot's reference, given up above; the process is `Running` for it.
+        unsafe { raw.run_step(true, true) }
     }
 
     /// The process leaves the slot unpolled: back to `Queued`, with this entry's

@@ -229,6 +229,39 @@ enum Racer {
     Wake,
 }
 
+/// Starts `racer` on another thread against `sleeper`, whose process left its internal
+/// reference in `owner`.
+fn race(
+    racer: Racer,
+    shared: &Arc<Shared>,
+    sleeper: &Arc<JoinHandle<usize>>,
+    owner: &Arc<Mutex<Option<Owner>>>,
+) -> thread::JoinHandle<()> {
+    let (shared, sleeper, owner) = (shared.clone(), sleeper.clone(), owner.clone());
+    thread::spawn(move || match racer {
+        Racer::Abort => sleeper.abort(),
+        Racer::Shutdown => {
+            assert!(shared.begin_shutdown());
+            shared.registry().close_and_shutdown_all();
+        }
+        Racer::Wake => {
+            let owner = owner.lock().take();
+            if let Some(owner) = owner {
+                owner.wake();
+            }
+        }
+    })
+}
+
+/// Ends a worker driven by hand, as its thread does at exit, and drops what is left of
+/// the sleeper's reference in `owner`.
+fn retire(local: &Local, guard: context::WorkerGuard, owner: &Mutex<Option<Owner>>) {
+    drop(guard);
+    local.drain();
+    local.shared.drain_injector();
+    drop(owner.lock().take());
+}
+
 /// A process polled on a worker wakes two sleeping ones, each going straight to Running
 /// in that worker's handoff slot (`task/state.rs`), the first pushed out of it by the
 /// second and so back to Queued, while another thread aborts the first sleeper or shuts
@@ -268,28 +301,14 @@ fn hand_off_racing(racer: Racer) {
         let (counters, owner, sleeper) = sleepers.next().unwrap();
         let sleeper = Arc::new(sleeper);
 
-        let racer = {
-            let shared = shared.clone();
-            let sleeper = sleeper.clone();
-            thread::spawn(move || match racer {
-                Racer::Abort => sleeper.abort(),
-                Racer::Shutdown => {
-                    assert!(shared.begin_shutdown());
-                    shared.registry().close_and_shutdown_all();
-                }
-                Racer::Wake => unreachable!("not raced in this model"),
-            })
-        };
+        let racing = race(racer, &shared, &sleeper, &owner);
         drain(&local);
-        racer.join().unwrap();
+        racing.join().unwrap();
         drain(&local);
         if local.counters().handoffs.load(Ordering::Relaxed) > handoffs_before {
             HANDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        drop(guard);
-        local.drain();
-        shared.drain_injector();
-        drop(owner.lock().take());
+        retire(&local, guard, &owner);
 
         let (other_counters, other_owner, other) = sleepers.next().unwrap();
         drop(other_owner.lock().take());
@@ -362,34 +381,10 @@ fn resting_racing(racer: Racer) {
             Location::caller(),
         ));
 
-        let racing = {
-            let shared = shared.clone();
-            let sleeper = sleeper.clone();
-            let owner = owner.clone();
-            thread::spawn(move || match racer {
-                Racer::Abort => sleeper.abort(),
-                Racer::Shutdown => {
-                    assert!(shared.begin_shutdown());
-                    shared.registry().close_and_shutdown_all();
-                }
-                Racer::Wake => {
-                    let owner = owner.lock().take();
-                    if let Some(owner) = owner {
-                        owner.wake();
-                    }
-                }
-            })
-        };
+        let racing = race(racer, &shared, &sleeper, &owner);
         // The sleeper's first poll (it rests), then the waking process's poll, then
-        // whatever that left in the slot: no look elsewhere in between.
-        let mut polls = 0;
-        while polls < 2 {
-            let Some(entry) = local.next_task() else {
-                break;
-            };
-            local.run_task(entry);
-            polls += 1;
-        }
+        // whatever that left in the slot, with no look elsewhere in between: `drain`
+        // puts a resting process to sleep only once the worker finds nothing.
         drain(&local);
         racing.join().unwrap();
         drain(&local);
@@ -399,10 +394,7 @@ fn resting_racing(racer: Racer) {
         if local.counters().handoffs.load(Ordering::Relaxed) > 0 {
             WOKEN_RESTING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        drop(guard);
-        local.drain();
-        shared.drain_injector();
-        drop(owner.lock().take());
+        retire(&local, guard, &owner);
 
         assert_eq!(counters.drops(), 1, "dropped exactly once");
         let polls = counters.polls();
