@@ -15,21 +15,24 @@
 //! - `alt4`: a `try_send` into one of four `bounded(16)` channels, then a 4-arm `alt!`
 //!   that finds it ready (tokio: `try_send`, then `tokio::select!` over four `recv`s);
 //! - `bounded`: a send then a receive through a `bounded(128)` channel, in one process;
-//! - `spawn_join`: spawning a process that returns at once, then awaiting its handle.
+//! - `spawn_join`: spawning a process that returns at once, then awaiting its handle;
+//! - `ring`: one hop of a token round a ring of 503 processes over rendezvous channels
+//!   (vs_tokio's `ring`): a receive, a send that wakes the next process, and a receive
+//!   that waits.
 
 use std::future::Future;
 
 #[path = "../benches/common/workloads.rs"]
 mod workloads;
 
-use workloads::{Executor, RecvEnd, SendEnd, run_in_process};
+use workloads::{Executor, RecvEnd, SendEnd, ring_hops, run_in_process};
 
 /// The workloads, by name.
-const WORKLOADS: [&str; 4] = ["ping_pong", "alt4", "bounded", "spawn_join"];
+const WORKLOADS: [&str; 5] = ["ping_pong", "alt4", "bounded", "spawn_join", "ring"];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: instructions <csp|tokio> <ping_pong|alt4|bounded|spawn_join> <count>";
+    let usage = "usage: instructions <csp|tokio> <ping_pong|alt4|bounded|spawn_join|ring> <count>";
     let [runtime, workload, count] = args.as_slice() else {
         eprintln!("{usage}");
         std::process::exit(2);
@@ -105,6 +108,10 @@ fn run<E: Executor + 'static>(workload: &str, count: usize, choose: impl Choose<
         "ping_pong" => run_in_process(&rt, ping_pong::<E>(count)),
         "alt4" => run_in_process(&rt, alt4::<E>(count, choose)),
         "bounded" => run_in_process(&rt, bounded::<E>(count)),
+        "ring" => {
+            run_in_process(&rt, ring_hops::<E>(count));
+            count
+        }
         _ => run_in_process(&rt, spawn_join::<E>(count)),
     };
     assert_eq!(done, count);
