@@ -63,7 +63,8 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     /// handoff slot if `handed` (the process is `Running` already). With `rest`, a poll
     /// that returns `Pending` leaves the process `Running` and returns what became of
     /// the reference, for the caller to hold as a [`Resting`](crate::task::Resting)
-    /// process and put to sleep later ([`sleep`](Self::sleep)).
+    /// process and put to sleep later (`Resting::sleep`, which leaves what follows a
+    /// transition that did not end in `Sleeping` to [`not_slept`](Self::not_slept)).
     #[inline(always)]
     fn run(self, handed: bool, rest: bool) -> Option<PollRef> {
         // One function for both, with the step below made once: two copies of it each
@@ -107,8 +108,19 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     /// still holds the entry's reference.
     #[inline(always)]
     fn sleep(self, poll_ref: PollRef) {
-        let registry_ref = match self.cell().header.state.transition_to_idle(poll_ref) {
-            // The entry's reference (if held) went with the transition.
+        let outcome = self.cell().header.state.transition_to_idle(poll_ref);
+        // The entry's reference (if held) went with the transition.
+        if outcome != ToIdle::Slept {
+            self.not_slept(poll_ref, outcome);
+        }
+    }
+
+    /// What follows a transition to idle that did not end in `Sleeping`: the process
+    /// re-queued (woken during the poll), or its future dropped (cancelled).
+    #[inline(always)]
+    fn not_slept(self, poll_ref: PollRef, outcome: ToIdle) {
+        let registry_ref = match outcome {
+            // Nothing follows (and callers skip the call).
             ToIdle::Slept => return,
             ToIdle::Requeue => {
                 let scheduler = self.cell().header.scheduler.as_ptr();
@@ -259,7 +271,7 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
 /// `ptr` is a live `Cell<F>` and the caller gives up a run queue entry's reference, or,
 /// if `handed`, the reference of a worker's handoff slot, for which the process is
 /// `Running`. On `Some`, the caller holds the process `Running` with that reference
-/// (unless lent), and must put it to sleep through [`sleep`].
+/// (unless lent), and must put it to sleep (`Resting::sleep`).
 pub(crate) unsafe fn run<F: Future, S: Scheduler>(
     ptr: NonNull<Header>,
     handed: bool,
@@ -269,14 +281,21 @@ pub(crate) unsafe fn run<F: Future, S: Scheduler>(
     unsafe { Harness::<F, S>::from_raw(ptr) }.run(handed, rest)
 }
 
-/// Vtable entry: the transition after a `Pending` poll that [`run`] put off.
+/// Vtable entry: finishes the transition after a `Pending` poll that [`run`] put off,
+/// when it did not end in `Sleeping` (`Resting::sleep` makes the transition itself).
 ///
 /// # Safety
-/// `ptr` is a live `Cell<F>`, `Running`, left so by [`run`] with `poll_ref`, whose
-/// holder gives it up here.
-pub(crate) unsafe fn sleep<F: Future, S: Scheduler>(ptr: NonNull<Header>, poll_ref: PollRef) {
-    // SAFETY: the registry's reference keeps a `Running` process alive (state.rs).
-    unsafe { Harness::<F, S>::from_raw(ptr) }.sleep(poll_ref)
+/// `ptr` is a live `Cell<F>`, left `Running` by [`run`] with `poll_ref`, whose holder
+/// made `transition_to_idle(poll_ref)` with this `outcome` (not `Slept`) and gives up
+/// what it left: the re-queued entry's reference, or the ownership of the future.
+pub(crate) unsafe fn not_slept<F: Future, S: Scheduler>(
+    ptr: NonNull<Header>,
+    poll_ref: PollRef,
+    outcome: ToIdle,
+) {
+    // SAFETY: the re-queued entry's reference keeps the cell alive, or, cancelled and
+    // still `Running`, the registry's (which a shutdown passes to the poller, state.rs).
+    unsafe { Harness::<F, S>::from_raw(ptr) }.not_slept(poll_ref, outcome)
 }
 
 /// Vtable entry: wakes a process through its scheduler, consuming a reference.

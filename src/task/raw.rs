@@ -9,7 +9,7 @@ use crate::task::harness;
 use crate::task::header::Header;
 use crate::task::loan::{self, PollRef};
 use crate::task::scheduler::Scheduler;
-use crate::task::state::{Notify, NotifyByVal, State};
+use crate::task::state::{Notify, NotifyByVal, State, ToIdle};
 
 /// The operations that depend on the future's type.
 pub(crate) struct Vtable {
@@ -19,9 +19,9 @@ pub(crate) struct Vtable {
     /// `rest` (the second), a `Pending` poll leaves the process `Running` and returns
     /// what became of the reference, for a [`Resting`] to hold.
     pub(crate) run: unsafe fn(NonNull<Header>, bool, bool) -> Option<PollRef>,
-    /// The transition a [`Resting`] process put off: to `Sleeping`, or re-queued, or
-    /// its future dropped if cancelled meanwhile.
-    pub(crate) sleep: unsafe fn(NonNull<Header>, PollRef),
+    /// Finishes the transition a [`Resting`] process put off, when it did not end in
+    /// `Sleeping`: re-queues the process, or drops its future if cancelled meanwhile.
+    pub(crate) not_slept: unsafe fn(NonNull<Header>, PollRef, ToIdle),
     /// Frees the allocation once the last reference is gone.
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
     /// `JoinHandle::poll`: writes `Poll::Ready(output)` through the `*mut ()` (a
@@ -55,7 +55,7 @@ where
 {
     &Vtable {
         run: harness::run::<F, S>,
-        sleep: harness::sleep::<F, S>,
+        not_slept: harness::not_slept::<F, S>,
         dealloc: harness::dealloc::<F, S>,
         try_read_output: harness::try_read_output::<F, S>,
         drop_join_handle: harness::drop_join_handle::<F, S>,
@@ -409,13 +409,19 @@ impl Resting {
         self.raw
     }
 
-    /// The transition its poll put off (state.rs, `transition_to_idle`).
+    /// The transition its poll put off (state.rs, `transition_to_idle`), made here
+    /// rather than through the vtable: only a re-queue or a cancellation needs the
+    /// future's type.
     #[inline]
     pub(crate) fn sleep(self) {
         let (raw, poll_ref) = (self.raw, self.poll_ref);
         std::mem::forget(self);
-        // SAFETY: `Running`, left so by its poll with `poll_ref`, given up here.
-        unsafe { (raw.header().vtable.sleep)(raw.as_ptr(), poll_ref) }
+        let outcome = raw.state().transition_to_idle(poll_ref);
+        if outcome != ToIdle::Slept {
+            // SAFETY: `Running`, left so by its poll with `poll_ref`; the transition's
+            // outcome, and what it left this holder, given up here.
+            unsafe { (raw.header().vtable.not_slept)(raw.as_ptr(), poll_ref, outcome) }
+        }
     }
 
     /// Woken by a poll on the worker that holds it: it stays `Running`, and goes to the
