@@ -181,13 +181,9 @@ impl Shared {
     pub(crate) fn schedule(this: &Arc<Shared>, entry: Notified, how: Schedule) {
         // Not `context::with_worker`: the compiler leaves that closure out of line, and
         // with it the constant `how` of the wake path (raw.rs's vtable).
-        if let Some(local) = context::worker_ptr() {
-            // SAFETY: this thread's worker, used on this thread, within its loop.
-            let local = unsafe { local.as_ref() };
-            if local.belongs_to(this) {
-                local.schedule(entry, how);
-                return;
-            }
+        if let Some(local) = this.own_worker() {
+            local.schedule(entry, how);
+            return;
         }
         // The reference is taken here, so that `this` itself (the process's, lent) can
         // stay in a register rather than be passed by address.
@@ -226,16 +222,23 @@ impl Shared {
         task.wake_by_ref();
     }
 
+    /// This thread's worker, if it is one of this runtime's.
+    #[inline(always)]
+    fn own_worker(&self) -> Option<&Local> {
+        let local = context::worker_ptr()?;
+        // SAFETY: this thread's worker, on its stack for as long as its loop runs,
+        // which outlasts every caller here (a wake, schedule or spawn made on this
+        // thread, inside that loop); only this thread uses it.
+        let local = unsafe { local.as_ref() };
+        local.belongs_to(self).then_some(local)
+    }
+
     /// This thread's worker, if it is one of this runtime's and polls a process: the
     /// one whose slots a wake from here may fill.
     #[inline(always)]
     fn polling_worker(&self) -> Option<&Local> {
-        let local = context::worker_ptr()?;
-        // SAFETY: this thread's worker, on its stack for as long as its loop runs,
-        // which outlasts the wake that asks (a wake cannot outlive the poll that makes
-        // it); only this thread uses it.
-        let local = unsafe { local.as_ref() };
-        (local.belongs_to(self) && context::is_polling()).then_some(local)
+        let local = self.own_worker()?;
+        context::is_polling().then_some(local)
     }
 
     /// [`schedule`](Self::schedule) from a thread that is not one of this runtime's
@@ -271,15 +274,10 @@ impl Shared {
             return Self::reject(task);
         }
         let NewTask { entry, join, .. } = task;
-        let entry = context::with_worker(|local| match local {
-            Some(local) if local.belongs_to(this) => {
-                bump(&local.counters().spawned);
-                local.schedule(entry, Schedule::Spawn);
-                None
-            }
-            _ => Some(entry),
-        });
-        if let Some(entry) = entry {
+        if let Some(local) = this.own_worker() {
+            bump(&local.counters().spawned);
+            local.schedule(entry, Schedule::Spawn);
+        } else {
             // Relaxed: a counter, read only for metrics.
             this.remote_spawned.fetch_add(1, Ordering::Relaxed);
             this.push_remote(entry);

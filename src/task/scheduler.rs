@@ -86,12 +86,23 @@ pub(crate) unsafe fn schedule<S: Scheduler>(
     entry: Notified,
     how: Schedule,
 ) {
-    // SAFETY: per the caller, an `Arc<S>`'s pointer whose reference the process holds
-    // until `entry` runs; `ManuallyDrop` borrows that reference rather than releasing
-    // it, and `Scheduler::schedule` takes its own before using it past the hand-over.
-    let this =
-        ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) });
-    S::schedule(&this, entry, how);
+    // SAFETY: per the caller, the process's reference keeps the scheduler alive until
+    // `entry` runs, and `Scheduler::schedule` takes its own before using it past the
+    // hand-over.
+    S::schedule(&*unsafe { lend::<S>(scheduler) }, entry, how);
+}
+
+/// The process's `Arc<S>` at `scheduler`, lent: `ManuallyDrop` borrows its reference
+/// rather than releasing it.
+///
+/// # Safety
+/// `scheduler` is the pointer of a `SchedulerRef` made for `S`, alive while the result
+/// is used.
+#[inline(always)]
+unsafe fn lend<S: Scheduler>(scheduler: NonNull<()>) -> ManuallyDrop<Arc<S>> {
+    // SAFETY: an `Arc<S>`'s pointer (`SchedulerRef`), per the caller alive meanwhile;
+    // the count is never touched, as the `Arc` is never dropped.
+    ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) })
 }
 
 /// Wakes `task` through the scheduler of type `S` at `scheduler`, as [`schedule`] does
@@ -102,10 +113,9 @@ pub(crate) unsafe fn schedule<S: Scheduler>(
 /// reference the caller gives up (and which keeps the process alive until the call).
 #[inline(always)]
 pub(crate) unsafe fn wake<S: Scheduler>(scheduler: NonNull<()>, task: RawTask) {
-    // SAFETY: as in `schedule`.
-    let this =
-        ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) });
-    S::wake(&this, task);
+    // SAFETY: per the caller, the reference it gives up keeps the scheduler alive
+    // until the wake hands it on, as in `schedule`.
+    S::wake(&*unsafe { lend::<S>(scheduler) }, task);
 }
 
 /// Calls [`Scheduler::wake_by_ref`] through a type-erased scheduler pointer.
@@ -115,10 +125,8 @@ pub(crate) unsafe fn wake<S: Scheduler>(scheduler: NonNull<()>, task: RawTask) {
 /// caller keeps alive for the call.
 #[inline(always)]
 pub(crate) unsafe fn wake_by_ref<S: Scheduler>(scheduler: NonNull<()>, task: RawTask) {
-    // SAFETY: as in `schedule`.
-    let this =
-        ManuallyDrop::new(unsafe { Arc::from_raw(scheduler.as_ptr().cast_const().cast::<S>()) });
-    S::wake_by_ref(&this, task);
+    // SAFETY: per the caller, the process, and so the scheduler, lives for the call.
+    S::wake_by_ref(&*unsafe { lend::<S>(scheduler) }, task);
 }
 
 impl SchedulerRef {

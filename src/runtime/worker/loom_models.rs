@@ -22,6 +22,7 @@ use super::{Found, Local};
 use crate::loom::sync::Mutex;
 use crate::runtime::process_loom_models::{Counters, lender};
 use crate::runtime::{Shared, context};
+use crate::task::JoinError;
 use crate::wait::JoinHandle;
 use crate::wait::claim::Owner;
 
@@ -262,6 +263,34 @@ fn retire(local: &Local, guard: context::WorkerGuard, owner: &Mutex<Option<Owner
     drop(owner.lock().take());
 }
 
+/// Runs the worker on this thread against `racing` (started by [`race`]) until both
+/// are done, then retires it: its count of processes run from the handoff slot so far.
+fn run_race(
+    local: &Local,
+    guard: context::WorkerGuard,
+    racing: thread::JoinHandle<()>,
+    owner: &Mutex<Option<Owner>>,
+) -> u64 {
+    drain(local);
+    racing.join().unwrap();
+    drain(local);
+    let handoffs = local.counters().handoffs.load(Ordering::Relaxed);
+    retire(local, guard, owner);
+    handoffs
+}
+
+/// The sleeper's result, once the racer is done with its handle, after checking that
+/// its future was dropped exactly once; and how often it was polled.
+fn sleeper_result(
+    counters: &Counters,
+    sleeper: Arc<JoinHandle<usize>>,
+) -> (Result<usize, JoinError>, usize) {
+    assert_eq!(counters.drops(), 1, "dropped exactly once");
+    let polls = counters.polls();
+    let sleeper = Arc::try_unwrap(sleeper).expect("the racer is done with the handle");
+    (block_on(sleeper), polls)
+}
+
 /// A process polled on a worker wakes two sleeping ones, each going straight to Running
 /// in that worker's handoff slot (`task/state.rs`), the first pushed out of it by the
 /// second and so back to Queued, while another thread aborts the first sleeper or shuts
@@ -302,13 +331,9 @@ fn hand_off_racing(racer: Racer) {
         let sleeper = Arc::new(sleeper);
 
         let racing = race(racer, &shared, &sleeper, &owner);
-        drain(&local);
-        racing.join().unwrap();
-        drain(&local);
-        if local.counters().handoffs.load(Ordering::Relaxed) > handoffs_before {
+        if run_race(&local, guard, racing, &owner) > handoffs_before {
             HANDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        retire(&local, guard, &owner);
 
         let (other_counters, other_owner, other) = sleepers.next().unwrap();
         drop(other_owner.lock().take());
@@ -317,12 +342,9 @@ fn hand_off_racing(racer: Racer) {
             Ok(n) => assert_eq!((n, other_counters.polls()), (2, 2)),
             Err(err) => assert!(err.is_cancelled()),
         }
-        assert_eq!(counters.drops(), 1, "dropped exactly once");
-        let polls = counters.polls();
-        let sleeper = Arc::try_unwrap(sleeper).expect("the racer is done with the handle");
-        match block_on(sleeper) {
-            Ok(n) => assert_eq!((n, polls), (2, 2)),
-            Err(err) => {
+        match sleeper_result(&counters, sleeper) {
+            (Ok(n), polls) => assert_eq!((n, polls), (2, 2)),
+            (Err(err), polls) => {
                 assert!(err.is_cancelled());
                 assert_eq!(polls, 1, "no poll after the cancellation");
             }
@@ -384,24 +406,17 @@ fn resting_racing(racer: Racer) {
         let racing = race(racer, &shared, &sleeper, &owner);
         // The sleeper's first poll (it rests), then the waking process's poll, then
         // whatever that left in the slot, with no look elsewhere in between: `drain`
-        // puts a resting process to sleep only once the worker finds nothing.
-        drain(&local);
-        racing.join().unwrap();
-        drain(&local);
-        // The slot is reached only through the resting sleeper's wake by the waking
-        // poll: the racer's wake, or a cancellation before the first poll, leaves the
-        // waking process nothing to wake.
-        if local.counters().handoffs.load(Ordering::Relaxed) > 0 {
+        // puts a resting process to sleep only once the worker finds nothing. The slot
+        // is reached only through the resting sleeper's wake by the waking poll: the
+        // racer's wake, or a cancellation before the first poll, leaves the waking
+        // process nothing to wake.
+        if run_race(&local, guard, racing, &owner) > 0 {
             WOKEN_RESTING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        retire(&local, guard, &owner);
 
-        assert_eq!(counters.drops(), 1, "dropped exactly once");
-        let polls = counters.polls();
-        let sleeper = Arc::try_unwrap(sleeper).expect("the racer is done with the handle");
-        match block_on(sleeper) {
-            Ok(n) => assert_eq!((n, polls), (2, 2)),
-            Err(err) => {
+        match sleeper_result(&counters, sleeper) {
+            (Ok(n), polls) => assert_eq!((n, polls), (2, 2)),
+            (Err(err), polls) => {
                 assert!(err.is_cancelled());
                 assert!(!matches!(racer, Racer::Wake), "a wake cancels nothing");
                 assert!(polls <= 1, "no poll after the cancellation");
