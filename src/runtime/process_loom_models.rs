@@ -7,16 +7,17 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use loom::future::block_on;
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
 use crate::loom::sync::Mutex;
 use crate::runtime::Shared;
 use crate::runtime::queue::Steal;
+use crate::task::JoinError;
 use crate::wait::JoinHandle;
 use crate::wait::claim::Owner;
 
@@ -33,6 +34,8 @@ struct Probe {
 pub(super) struct Counters {
     polls: Arc<AtomicUsize>,
     drops: Arc<AtomicUsize>,
+    /// Drops of the outputs a [`Finisher`] made.
+    outputs: Arc<AtomicUsize>,
     waker: Arc<Mutex<Option<Waker>>>,
 }
 
@@ -41,6 +44,7 @@ impl Counters {
         Counters {
             polls: Arc::new(AtomicUsize::new(0)),
             drops: Arc::new(AtomicUsize::new(0)),
+            outputs: Arc::new(AtomicUsize::new(0)),
             waker: Arc::new(Mutex::new(None)),
         }
     }
@@ -60,6 +64,11 @@ impl Counters {
 
     pub(super) fn drops(&self) -> usize {
         self.drops.load(Ordering::SeqCst)
+    }
+
+    /// Drops of outputs a [`Finisher`] made.
+    pub(super) fn outputs(&self) -> usize {
+        self.outputs.load(Ordering::SeqCst)
     }
 
     fn take_waker(&self) -> Option<Waker> {
@@ -428,4 +437,213 @@ fn loom_shutdown_racing_lent_poll() {
         assert!(counters.polls() <= 1);
         assert_eq!(counters.drops(), 1, "the future is dropped exactly once");
     });
+}
+
+/// What a [`Finisher`] returns: counts its drops, so that a second drop of one output
+/// (a completer touching a process freed under it) shows.
+#[derive(Debug)]
+pub(super) struct Output {
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        // A free switch, so that a model reaches a second drop of the same output while
+        // the first is under way without spending a preemption on it.
+        thread::yield_now();
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A [`Lender`] whose last poll lends too: on its poll numbered `ready_at` it takes an
+/// internal reference to its own process, which takes over the poll's (`task/loan.rs`),
+/// and releases it at once, as a receive polled once on a channel whose sender then goes
+/// away does; then yields its thread (so that a model reaches what races the completion
+/// without spending a preemption on it) and returns an [`Output`]. Its poller completes the process holding no
+/// reference of its own.
+pub(super) struct Finisher {
+    lender: Lender,
+    outputs: Arc<AtomicUsize>,
+}
+
+impl Future for Finisher {
+    type Output = Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Output> {
+        let ready_at = self.lender.ready_at;
+        if self.lender.polls.load(Ordering::SeqCst) + 1 < ready_at {
+            return Pin::new(&mut self.lender).poll(cx).map(|_| unreachable!());
+        }
+        self.lender.polls.fetch_add(1, Ordering::SeqCst);
+        drop(Owner::internal(cx.waker()).expect("a process's waker"));
+        // A free switch to another thread, right before the poller completes the process.
+        thread::yield_now();
+        Poll::Ready(Output {
+            drops: self.outputs.clone(),
+        })
+    }
+}
+
+pub(super) fn finisher(
+    counters: &Counters,
+    owner: &Arc<Mutex<Option<Owner>>>,
+    ready_at: usize,
+) -> Finisher {
+    Finisher {
+        lender: lender(counters, owner, ready_at),
+        outputs: counters.outputs.clone(),
+    }
+}
+
+/// A `JoinHandle`'s waker that tells whether it was woken after its last clone was
+/// dropped: what a completer that reads the join-waker slot of a process freed under it
+/// does (the slot's clone went with the allocation, the waker it reads is what the
+/// freed memory still holds). Its data outlives every clone (the watch keeps it), so
+/// such a wake is recorded rather than crashing the model.
+pub(super) struct JoinWatch {
+    /// `Waker`s made from this watch and not yet dropped.
+    live: AtomicUsize,
+    /// Woken while no `Waker` of it was alive.
+    woken_dead: AtomicBool,
+}
+
+impl JoinWatch {
+    pub(super) fn new() -> std::sync::Arc<JoinWatch> {
+        std::sync::Arc::new(JoinWatch {
+            live: AtomicUsize::new(0),
+            woken_dead: AtomicBool::new(false),
+        })
+    }
+
+    /// A waker of this watch.
+    pub(super) fn waker(self: &std::sync::Arc<JoinWatch>) -> Waker {
+        self.live.fetch_add(1, Ordering::SeqCst);
+        let data = std::sync::Arc::into_raw(self.clone()).cast::<()>();
+        // SAFETY: `WATCH_VTABLE`'s functions take `data` as the `Arc` it came from.
+        unsafe { Waker::from_raw(RawWaker::new(data, &WATCH_VTABLE)) }
+    }
+
+    /// True if a waker of this watch was woken after the last one was dropped.
+    pub(super) fn woken_dead(&self) -> bool {
+        self.woken_dead.load(Ordering::SeqCst)
+    }
+}
+
+static WATCH_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(watch_clone, watch_wake, watch_wake_by_ref, watch_drop);
+
+/// # Safety
+/// `data` is an `Arc<JoinWatch>` made by `JoinWatch::waker`, still counted.
+unsafe fn watch(data: *const ()) -> &'static JoinWatch {
+    // SAFETY: per the caller; the test's own `Arc` outlives every use.
+    unsafe { &*data.cast::<JoinWatch>() }
+}
+
+unsafe fn watch_clone(data: *const ()) -> RawWaker {
+    // SAFETY: a waker of the watch is being cloned, so its count is held.
+    unsafe {
+        std::sync::Arc::increment_strong_count(data.cast::<JoinWatch>());
+        watch(data).live.fetch_add(1, Ordering::SeqCst);
+    }
+    RawWaker::new(data, &WATCH_VTABLE)
+}
+
+unsafe fn watch_wake_by_ref(data: *const ()) {
+    // SAFETY: the test holds the watch for longer than any waker may be used.
+    let watch = unsafe { watch(data) };
+    if watch.live.load(Ordering::SeqCst) == 0 {
+        watch.woken_dead.store(true, Ordering::SeqCst);
+    }
+}
+
+unsafe fn watch_wake(data: *const ()) {
+    // SAFETY: as `watch_wake_by_ref`, then as `watch_drop`.
+    unsafe {
+        watch_wake_by_ref(data);
+        watch_drop(data);
+    }
+}
+
+unsafe fn watch_drop(data: *const ()) {
+    // SAFETY: a waker of the watch is dropped, giving up its count.
+    unsafe {
+        watch(data).live.fetch_sub(1, Ordering::SeqCst);
+        std::sync::Arc::decrement_strong_count(data.cast::<JoinWatch>());
+    }
+}
+
+/// Polls `join` with `waker` until it is ready, yielding in between.
+pub(super) fn join_until_ready<T>(join: &mut JoinHandle<T>, waker: &Waker) -> Result<T, JoinError> {
+    let mut cx = Context::from_waker(waker);
+    loop {
+        if let Poll::Ready(result) = Pin::new(&mut *join).poll(&mut cx) {
+            return result;
+        }
+        thread::yield_now();
+    }
+}
+
+/// A process whose poll lent its reference and then returns `Ready` completes on this
+/// thread against the registry walker of a shutdown (`Registry::close_and_shutdown_all`)
+/// on another: whether the walker unlinks it before or after its poller reaches the
+/// registry, the process outlives its completion, its future and its output are each
+/// dropped exactly once, and a `JoinHandle`'s waker stored in the slot is never read
+/// from a freed process. Once with the process detached (the registry's reference is
+/// all that keeps it alive while it completes), once with a `JoinHandle` whose waker is
+/// stored, which the walker's thread resolves and drops as soon as the shutdown is done.
+#[test]
+fn lent_completion_races_shutdown() {
+    loom::model(|| lent_completion_racing_walker(false));
+    loom::model(|| lent_completion_racing_walker(true));
+}
+
+fn lent_completion_racing_walker(joined: bool) {
+    let shared = new_runtime();
+    let counters = Counters::new();
+    let owner = Arc::new(Mutex::new(None));
+    let mut join = Shared::spawn(
+        &shared,
+        finisher(&counters, &owner, 1),
+        std::panic::Location::caller(),
+    );
+    let watch = JoinWatch::new();
+    let walker = {
+        let shared = shared.clone();
+        let join = if joined {
+            // The handle's waker is in the slot before the process can complete.
+            let waker = watch.waker();
+            let mut cx = Context::from_waker(&waker);
+            assert!(Pin::new(&mut join).poll(&mut cx).is_pending());
+            Some((join, waker))
+        } else {
+            drop(join);
+            None
+        };
+        thread::spawn(move || {
+            shutdown(&shared);
+            join.map(|(mut join, waker)| {
+                let result = join_until_ready(&mut join, &waker);
+                // The handle and its waker go first: the output's drop yields.
+                drop((join, waker));
+                result
+            })
+        })
+    };
+    run_queued(&shared);
+    let result = walker.join().unwrap();
+    shared.drain_injector();
+
+    assert!(
+        !watch.woken_dead(),
+        "the completer read the join waker of a process freed under it"
+    );
+    if let Some(result) = result {
+        assert_eq!(result.is_ok(), counters.polls() == 1, "{result:?}");
+    }
+    assert_eq!(counters.drops(), 1, "the future is dropped exactly once");
+    assert_eq!(
+        counters.outputs(),
+        counters.polls(),
+        "an output is dropped exactly once, if the poll made one"
+    );
 }

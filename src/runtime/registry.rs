@@ -14,6 +14,7 @@ use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Mutex;
 use crate::task::RawTask;
 use crate::task::header::{Header, Links};
+use crate::task::state::Shutdown;
 use crate::tuning::REGISTRY_SHARDS_PER_WORKER;
 
 pub(crate) struct Registry {
@@ -146,13 +147,21 @@ impl Registry {
 
     /// Closes every shard, then cancels every linked process in place (or leaves it to
     /// the worker polling it) and releases its registry reference.
+    ///
+    /// Each process's shutdown transition is made under the lock that unlinked it. A
+    /// process takes that lock to leave the registry (`remove`) before it publishes its
+    /// completion, so one found linked here is never complete, and one found `Running`
+    /// gets the registry's reference passed to its poller (`REGISTRY_LEFT`) before that
+    /// poller can learn that it did not unlink the process itself. Made after the unlock,
+    /// the transition could find the process completed by a poller that relied on the
+    /// registry's reference (`task/loan.rs`), and free it under that poller.
     pub(crate) fn close_and_shutdown_all(&self) {
         for shard in self.shards.iter() {
             shard.lock().closed = true;
         }
         for shard in self.shards.iter() {
             loop {
-                let raw = {
+                let (raw, outcome) = {
                     let mut shard = shard.lock();
                     let Some(head) = shard.head else { break };
                     let unlinked = shard.unlink(head);
@@ -160,15 +169,14 @@ impl Registry {
                     // SAFETY: a linked header, whose registry reference we now hold.
                     let raw = unsafe { RawTask::from_raw(head) };
                     shard.processes -= counts_as_process(raw);
-                    raw
+                    let outcome = raw.transition_to_shutdown();
+                    debug_assert_ne!(outcome, Shutdown::Done, "{raw:?} was linked");
+                    (raw, outcome)
                 };
                 // Outside the lock: the cancelled future's drop and completion may touch
                 // the registry again.
-                if !raw.shutdown() {
-                    // SAFETY: the registry reference taken over above, which did not pass
-                    // to a poller.
-                    unsafe { raw.drop_reference() };
-                }
+                // SAFETY: the registry reference taken over above, and its transition.
+                unsafe { raw.finish_shutdown(outcome) };
             }
         }
     }

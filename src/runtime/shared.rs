@@ -20,6 +20,7 @@ use crate::runtime::registry::Registry;
 use crate::runtime::timer::Timers;
 use crate::runtime::worker::Local;
 use crate::runtime::{Handle, ProcessInfo, ProcessState, context};
+use crate::task::state::Shutdown;
 use crate::task::{self, NewTask, Notified, RawTask, Schedule, Scheduler};
 use crate::wait::JoinHandle;
 use crate::wait::WaitOn;
@@ -321,12 +322,13 @@ impl Shared {
             entry,
             join,
         } = task;
-        // Never polled, so the registry's reference stays here.
-        let left_to_poller = registry.shutdown();
-        debug_assert!(!left_to_poller);
+        // Never linked nor polled: the transition gives this caller the future.
+        let outcome = registry.transition_to_shutdown();
+        debug_assert_eq!(outcome, Shutdown::Cancel);
+        // SAFETY: the registry entry's reference, which `insert` did not take, and its
+        // transition.
+        unsafe { registry.finish_shutdown(outcome) };
         drop(entry);
-        // SAFETY: the registry entry's reference, which `insert` did not take.
-        unsafe { registry.drop_reference() };
         // SAFETY: the handle's reference, of a process whose output is `T` (the caller's).
         unsafe { JoinHandle::from_raw(join) }
     }

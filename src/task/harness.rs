@@ -19,7 +19,7 @@ use crate::task::join_waiter::JoinWaiter;
 use crate::task::loan::{Offer, PollRef};
 use crate::task::raw::{Notified, RawTask};
 use crate::task::scheduler::{self, Schedule, Scheduler};
-use crate::task::state::{JoinDrop, Shutdown, ToIdle, ToRunning};
+use crate::task::state::{JoinDrop, ToIdle, ToRunning};
 use crate::task::waker::waker_ref;
 
 struct Harness<F: Future, S: Scheduler> {
@@ -229,7 +229,10 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     /// now the caller's to release, once it is done with the process: it unlinked the
     /// process here, or a shutdown that unlinked it left the reference to this poller
     /// (state.rs). Until then that reference keeps the process alive, even if the
-    /// caller lent its own (`loan.rs`).
+    /// caller lent its own: nobody else releases it before the process is complete, and
+    /// the shutdown walker decides whose it is under the lock `release` takes here, so
+    /// `before` says so (`loan.rs`, invariant I2). False only where the caller holds that
+    /// reference itself: the shutdown walker's cancellation, or a spawn's at shutdown.
     ///
     /// # Safety
     /// The caller must own the future (`Running`), already dropped.
@@ -294,7 +297,8 @@ pub(crate) unsafe fn not_slept<F: Future, S: Scheduler>(
     outcome: ToIdle,
 ) {
     // SAFETY: the re-queued entry's reference keeps the cell alive, or, cancelled and
-    // still `Running`, the registry's (which a shutdown passes to the poller, state.rs).
+    // still `Running`, the registry's, which only the completer releases (`loan.rs`,
+    // I2).
     unsafe { Harness::<F, S>::from_raw(ptr) }.not_slept(poll_ref, outcome)
 }
 
@@ -449,24 +453,20 @@ pub(crate) unsafe fn drop_join_handle<F: Future, S: Scheduler>(ptr: NonNull<Head
     unsafe { harness.raw().drop_reference() }
 }
 
-/// Vtable entry: runtime shutdown of one process, which the caller unlinked from the
-/// registry (or never linked). True if the registry's reference passed to the worker
-/// polling the process (`Shutdown::Running`): the caller must not release it.
+/// Vtable entry: drops the future of a process that a shutdown's transition gave to the
+/// caller ([`Shutdown::Cancel`](crate::task::state::Shutdown::Cancel)), completing it as
+/// cancelled (or with the panic of that drop). The registry's reference stays with the
+/// caller, who unlinked the process or never linked it.
 ///
 /// # Safety
-/// `ptr` is a live `Cell<F>`; the caller holds a reference across the call.
-pub(crate) unsafe fn shutdown<F: Future, S: Scheduler>(ptr: NonNull<Header>) -> bool {
+/// `ptr` is a live `Cell<F>`, made `Running` for the caller by
+/// `State::transition_to_shutdown`; the caller holds a reference across the call.
+pub(crate) unsafe fn cancel_at_shutdown<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
     // SAFETY: the caller's reference keeps the cell alive.
     let harness = unsafe { Harness::<F, S>::from_raw(ptr) };
-    match harness.cell().header.state.transition_to_shutdown() {
-        Shutdown::Cancel => {
-            // SAFETY: `Cancel` made the caller the owner of the future.
-            let registry_ref = unsafe { harness.cancel() };
-            // The caller unlinked the process, or never linked it.
-            debug_assert!(!registry_ref);
-            false
-        }
-        Shutdown::Running => true,
-        Shutdown::Done => false,
-    }
+    // SAFETY: the shutdown transition made the caller the owner of the future.
+    let registry_ref = unsafe { harness.cancel() };
+    // Nobody but the caller could have unlinked the process, nor left it the
+    // registry's reference.
+    debug_assert!(!registry_ref);
 }

@@ -11,10 +11,52 @@
 //! decrement was already part of the transition's compare-and-swap.
 //!
 //! While the reference is lent, its holder may release it from any thread (a claimer
-//! wakes the owner), so the poller holds none of its own: the registry's reference keeps
-//! the process alive until the poller has completed it or put it to sleep. Shutdown,
-//! which takes the registry's references, leaves the reference of a process being polled
-//! to its poller (`REGISTRY_LEFT`, state.rs), so that holds until the poller is done.
+//! wakes the owner), so the poller holds none of that kind: the registry's reference,
+//! which nobody but the poller may release while the process runs (I2 below), keeps the
+//! process alive until the poller has completed it or put it to sleep.
+//!
+//! # Who holds which reference
+//!
+//! A process has one reference per holder: the run queue entry, or the handoff slot, that
+//! a worker runs it from (*E* below); its registry entry (*R*); its `JoinHandle`; and each
+//! waker and internal wait. A worker touches a process only while a reference keeps it
+//! alive that nobody can release under it. Two invariants make that so on every path:
+//!
+//! - **I1.** *E* is released only by its holder: the worker, until the poll lends it; then
+//!   the wait that took it over, from any thread.
+//! - **I2.** Until a process is complete, *R* is released only by whoever completes it.
+//!   The registry gives *R* up only by unlinking the process: a completer unlinks it
+//!   itself (`Scheduler::release`, under its shard's lock) before it publishes
+//!   completion, and the shutdown walker (`Registry::close_and_shutdown_all`) makes the
+//!   process's shutdown transition under the same lock as the unlink. A `Sleeping` or
+//!   `Queued` process becomes the walker's to cancel and complete; a `Running` one keeps
+//!   *R* for its poller (`REGISTRY_LEFT`, state.rs). So a completer either unlinked the
+//!   process itself or finds *R* left to it when it publishes completion, and releases
+//!   *R* only after its last touch of the process. (Were the walker's transition made
+//!   after its unlock, it could find the process completed by a poller that relied on
+//!   *R*, and free it under that poller.)
+//!
+//! | step | *E* is held by | the process is kept alive for the worker by |
+//! |---|---|---|
+//! | popped from a queue, `Queued` → `Running` (`harness.rs`, `run`) | the worker | *E* |
+//! | woken into the handoff slot, `Sleeping` → `Running` (`RawTask::hand_off_by_val`) | the slot: the waker's reference, given up | *E* |
+//! | polled, the offer open | the worker | *E* |
+//! | polled, an internal reference taken ([`take_reference`]) | the wait ([`PollRef::Lent`]) | *R* (I2) |
+//! | `Pending` → `Slept` | released in the transition, or the wait | nothing: the worker lets go |
+//! | `Pending` → `Requeue` | the new queue entry: *E*, or one the transition added while *R* kept the process | the entry, once handed over |
+//! | `Pending` → `Cancel`, or `Ready` (`cancel`, `complete`) | the worker, or the wait | *E* if held, else *R*; *R* is the completer's from when it leaves the registry or finds `REGISTRY_LEFT`, released with *E* after its last touch |
+//! | resting: `Pending`, the transition put off (`Resting`) | the worker, or the wait | *E* if held, else *R* (I2), as during the poll |
+//! | resting, woken by this worker's next poll (`Resting::woken`) | the slot: the waker's reference if the poll lent *E* (it is *E*), else *E* (the waker's released, never the last) | *E* |
+//! | resting, woken by a waker that keeps its reference (`Resting::woken_by_ref`) | the slot: *E*, or one added while *R* kept the process | *E* |
+//! | resting, put to sleep (`Resting::sleep`; `not_slept` for a re-queue or a cancellation) | as after a poll | as after a poll |
+//! | the handoff slot left unpolled (`Handed::into_queued`) | the queue entry | *E* |
+//! | drained at a worker's exit (`Local::drain`, `Notified::discard`) | the queue entry: run if `REGISTRY_LEFT` (the worker is then the poller shutdown left *R* to, and completes the process), else released | *E*, then *R* if run |
+//! | shutdown walker, the process `Sleeping` or `Queued` | a queue entry if any, which will find it complete (stale) | *R*, the walker's: released after it cancels and completes the process |
+//! | shutdown walker, the process `Running` (polled, resting, or in a handoff slot) | the worker, or the wait | *R*, passed to the worker with `REGISTRY_LEFT` under the lock that unlinked it |
+//!
+//! A future dropped by any of these steps (a cancellation) is dropped with the thread
+//! marked as polling, as in a poll (`runtime/worker.rs`): its `Drop` is user code on a
+//! worker.
 
 use std::cell::Cell;
 use std::ptr::{self, NonNull};

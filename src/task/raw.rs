@@ -9,7 +9,7 @@ use crate::task::harness;
 use crate::task::header::Header;
 use crate::task::loan::{self, PollRef};
 use crate::task::scheduler::Scheduler;
-use crate::task::state::{Notify, NotifyByVal, State, ToIdle};
+use crate::task::state::{Notify, NotifyByVal, Shutdown, State, ToIdle};
 
 /// The operations that depend on the future's type.
 pub(crate) struct Vtable {
@@ -29,10 +29,10 @@ pub(crate) struct Vtable {
     pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
     /// Drops the `JoinHandle`'s interest and its reference.
     pub(crate) drop_join_handle: unsafe fn(NonNull<Header>),
-    /// Runtime shutdown: drops the future of an idle process in place. The caller keeps
-    /// (and then releases) the registry entry's reference, unless this returns true:
-    /// the process is being polled, and the reference passed to its poller.
-    pub(crate) shutdown: unsafe fn(NonNull<Header>) -> bool,
+    /// Runtime shutdown: drops the future of a process whose shutdown transition gave it
+    /// to the caller, and completes it as cancelled. The caller keeps (and then releases)
+    /// the registry entry's reference.
+    pub(crate) cancel_at_shutdown: unsafe fn(NonNull<Header>),
     /// Puts a run queue entry of a woken (or aborted) process on its scheduler's queues,
     /// as [`Schedule::Wake`](crate::task::Schedule::Wake): wakes are its only callers,
     /// so the scheduler's wake path is compiled into it with nothing left to decide.
@@ -59,7 +59,7 @@ where
         dealloc: harness::dealloc::<F, S>,
         try_read_output: harness::try_read_output::<F, S>,
         drop_join_handle: harness::drop_join_handle::<F, S>,
-        shutdown: harness::shutdown::<F, S>,
+        cancel_at_shutdown: harness::cancel_at_shutdown::<F, S>,
         schedule: harness::schedule::<S>,
         runtime_id: harness::runtime_id::<S>,
         wake: harness::wake::<S>,
@@ -244,13 +244,40 @@ impl RawTask {
         unsafe { (self.header().vtable.schedule)(self.ptr, entry) }
     }
 
-    /// Runtime shutdown of one process whose registry reference the caller holds (it
-    /// unlinked the process, or never linked it). True if that reference passed to the
-    /// worker polling the process, so the caller must not release it.
-    #[must_use]
-    pub(crate) fn shutdown(self) -> bool {
-        // SAFETY: the caller holds the registry reference, so the process is live.
-        unsafe { (self.header().vtable.shutdown)(self.ptr) }
+    /// Runtime shutdown of one process whose registry reference the caller holds: takes
+    /// the future of an idle process, or leaves a running one cancelled to its poller,
+    /// together with the registry's reference (state.rs, [`REGISTRY_LEFT`]). What
+    /// follows is [`finish_shutdown`](Self::finish_shutdown)'s.
+    ///
+    /// A caller that unlinked the process from the registry makes this transition under
+    /// the lock it unlinked it under, so that the process's poller, which takes that
+    /// lock to leave the registry before it completes the process, either unlinked the
+    /// process itself or finds the reference left to it (`loan.rs`, invariant I2).
+    ///
+    /// [`REGISTRY_LEFT`]: crate::task::state::REGISTRY_LEFT
+    pub(crate) fn transition_to_shutdown(self) -> Shutdown {
+        self.state().transition_to_shutdown()
+    }
+
+    /// What follows [`transition_to_shutdown`](Self::transition_to_shutdown), outside
+    /// any registry lock (dropping a future and completing its process may touch the
+    /// registry): drops the future if the transition gave it to the caller, and releases
+    /// the registry's reference unless it passed to the poller.
+    ///
+    /// # Safety
+    /// The caller holds the registry's reference, and `outcome` is what this process's
+    /// `transition_to_shutdown` returned to it; it does not use this pointer after.
+    pub(crate) unsafe fn finish_shutdown(self, outcome: Shutdown) {
+        match outcome {
+            // The poller completes the process and releases the registry's reference.
+            Shutdown::Running => return,
+            // SAFETY: the transition gave the caller the future; its reference keeps the
+            // process alive for the call.
+            Shutdown::Cancel => unsafe { (self.header().vtable.cancel_at_shutdown)(self.ptr) },
+            Shutdown::Done => {}
+        }
+        // SAFETY: the registry's reference, the caller's to release.
+        unsafe { self.drop_reference() }
     }
 }
 

@@ -42,8 +42,10 @@
 //!   process is not complete; to the completer, read-only, while both are set;
 //! - the registry's reference belongs to the registry while the process is linked there,
 //!   then to whoever unlinked it; shutdown, which unlinks every process, hands it to the
-//!   poller of one it finds `Running` ([`REGISTRY_LEFT`]), so that a process is never
-//!   freed while a worker polls it, even with the poll's own reference lent (`loan.rs`).
+//!   poller of one it finds `Running` ([`REGISTRY_LEFT`]), deciding so under the lock it
+//!   unlinks the process under, which the poller takes before it completes the process
+//!   (`runtime/registry.rs`). So a process is never freed while a worker polls or
+//!   completes it, even with the poll's own reference lent (`loan.rs`, invariant I2).
 //!
 //! Every ordering below is `AcqRel` (or `Acquire` for plain loads) unless its comment says
 //! why it may be weaker.
@@ -81,8 +83,9 @@ pub(crate) const JOIN_WAKER: usize = 1 << 5;
 /// processes, so the registry dump leaves them out.
 pub(crate) const BLOCKING: usize = 1 << 6;
 /// Set once, with [`CANCELLED`], by a shutdown that unlinked the process from the
-/// registry and found it `Running`: the registry's reference is the poller's to release
-/// once it has completed the process. Never cleared.
+/// registry and found it `Running` (under the lock of that unlink): the registry's
+/// reference is the poller's to release once it has completed the process. Never
+/// cleared.
 pub(crate) const REGISTRY_LEFT: usize = 1 << 7;
 
 /// Shift of the count of `Waker` clones held outside csp (deadlock detection: a process
