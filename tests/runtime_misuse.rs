@@ -98,6 +98,61 @@ fn nested_block_on_inside_a_block_on_future_panics() {
     });
 }
 
+/// Sends on a rendezvous channel nobody receives from when dropped, catching what that
+/// does and reporting it: blocking there would stall the worker for good.
+struct BlocksInDrop {
+    tx: Option<csp::Sender<()>>,
+    report: std::sync::mpsc::Sender<String>,
+}
+
+impl Drop for BlocksInDrop {
+    fn drop(&mut self) {
+        let tx = self.tx.take().unwrap();
+        let outcome = catch_unwind(AssertUnwindSafe(|| tx.send_blocking(())));
+        let report = match outcome {
+            Ok(sent) => format!("send_blocking returned {sent:?}"),
+            Err(payload) => panic_message(payload.as_ref()).unwrap_or_default(),
+        };
+        let _ = self.report.send(report);
+    }
+}
+
+#[test]
+fn blocking_in_the_drop_of_a_future_cancelled_while_it_rests_panics_with_advice() {
+    // A process cancelled while it rests on its worker (its poll returned `Pending` and
+    // the worker put off its transition to sleep) has its future dropped by the worker
+    // after its next poll: that drop is user code on a worker, as a poll is.
+    bounded(20, || {
+        let rt = runtime(1, "drop-rests");
+        let (report, reports) = std::sync::mpsc::channel();
+        let cancelled = rt.block_on(rt.spawn(async move {
+            let (tx, _rx) = csp::channel::<()>();
+            let (_never_tx, never_rx) = csp::channel::<()>();
+            let guard = BlocksInDrop {
+                tx: Some(tx),
+                report,
+            };
+            // Spawned from a poll on the worker, it runs right after it, and rests there.
+            let victim = csp::spawn(async move {
+                let _guard = guard;
+                let _ = never_rx.recv().await;
+            });
+            csp::yield_now().await;
+            // The victim has been polled once and rests: cancelled now, its future is
+            // dropped when this poll ends.
+            victim.abort();
+            victim.await.unwrap_err()
+        }));
+        assert!(cancelled.unwrap().is_cancelled());
+        let message = reports.recv().unwrap();
+        assert!(
+            message.contains("send_blocking") && message.contains(".await"),
+            "{message}"
+        );
+        worker_survives(&rt, "drop-rests-0");
+    });
+}
+
 #[test]
 fn try_current_is_some_exactly_inside_a_runtime() {
     bounded(20, || {

@@ -94,7 +94,7 @@ use crate::runtime::metrics::{WorkerCounters, bump};
 use crate::runtime::queue::{LocalQueue, Steal};
 use crate::runtime::timer::timers::ParkTimeout;
 use crate::runtime::{Handle, Shared, context};
-use crate::task::{Handed, Notified, RawTask, Resting, Schedule};
+use crate::task::{Handed, Notified, RawTask, Resting, Schedule, Unslept};
 use crate::tuning::{
     DISPLACED_BATCH, GLOBAL_QUEUE_INTERVAL, HANDOFF_STALE_SENDS, INJECTOR_BATCH,
     MAX_CONSECUTIVE_HANDOFFS, SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS, WATCH_INTERVAL, WATCH_QUIET_LOOKS,
@@ -103,6 +103,8 @@ use crate::tuning::{
 #[cfg(all(test, loom))]
 mod loom_models;
 mod park;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 /// A worker's own state, on its thread's stack; reached from wakers through the
 /// thread-local context, never from another thread.
@@ -325,10 +327,33 @@ impl Local {
     fn put_resting_to_sleep(&self) -> bool {
         match self.resting.take() {
             Some(resting) => {
-                resting.sleep();
+                self.sleep(resting);
                 true
             }
             None => false,
+        }
+    }
+
+    /// Makes a resting process's put-off transition, and finishes one that did not end
+    /// in `Sleeping` ([`finish_unslept`](Self::finish_unslept)).
+    #[inline(always)]
+    fn sleep(&self, resting: Resting) {
+        if let Some(unslept) = resting.sleep() {
+            self.finish_unslept(unslept);
+        }
+    }
+
+    /// Re-queues a process that a wake kept from sleeping, or drops the future of one
+    /// cancelled while it rested as a poll would, with the thread marked as polling:
+    /// that `Drop` is user code on a worker, which must not block it
+    /// (`context::assert_may_block`), and whose wakes go to the handoff slot.
+    #[inline(never)]
+    fn finish_unslept(&self, unslept: Unslept) {
+        if unslept.drops_future() {
+            let _polling = context::polling(self.runtime_id);
+            unslept.finish();
+        } else {
+            unslept.finish();
         }
     }
 
@@ -438,7 +463,7 @@ impl Local {
         // enough: it goes to sleep, and the one this poll left takes its place.
         let previous = self.resting.replace(rested);
         if let Some(previous) = previous {
-            previous.sleep();
+            self.sleep(previous);
         }
         self.publish_displaced();
     }
@@ -773,8 +798,10 @@ impl Local {
     }
 
     /// Drops the entries left in the slot and the queue at shutdown (their processes are
-    /// cancelled through the registry).
+    /// cancelled through the registry). Running one that shutdown left to this worker
+    /// (`Notified::discard`) drops its future, as a poll would: under the polling mark.
     fn drain(&self) {
+        let _polling = context::polling(self.runtime_id);
         self.put_resting_to_sleep();
         if let Some(next) = self.handoff.take() {
             next.into_queued().discard();

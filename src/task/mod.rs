@@ -35,7 +35,7 @@ use std::panic::Location;
 
 pub use error::JoinError;
 pub use process_state::ProcessState;
-pub(crate) use raw::{Handed, Notified, RawTask, Resting, TaskRef};
+pub(crate) use raw::{Handed, Notified, RawTask, Resting, TaskRef, Unslept};
 use scheduler::SchedulerRef;
 pub(crate) use scheduler::{Schedule, Scheduler};
 

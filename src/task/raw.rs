@@ -438,16 +438,19 @@ impl Resting {
 
     /// The transition its poll put off (state.rs, `transition_to_idle`), made here
     /// rather than through the vtable: only a re-queue or a cancellation needs the
-    /// future's type.
+    /// future's type, and what follows those is left to the caller ([`Unslept`]), which
+    /// finishes it as it finishes a poll (a cancellation drops the future: user code).
     #[inline]
-    pub(crate) fn sleep(self) {
+    pub(crate) fn sleep(self) -> Option<Unslept> {
         let (raw, poll_ref) = (self.raw, self.poll_ref);
         std::mem::forget(self);
-        let outcome = raw.state().transition_to_idle(poll_ref);
-        if outcome != ToIdle::Slept {
-            // SAFETY: `Running`, left so by its poll with `poll_ref`; the transition's
-            // outcome, and what it left this holder, given up here.
-            unsafe { (raw.header().vtable.not_slept)(raw.as_ptr(), poll_ref, outcome) }
+        match raw.state().transition_to_idle(poll_ref) {
+            ToIdle::Slept => None,
+            outcome => Some(Unslept {
+                raw,
+                poll_ref,
+                outcome,
+            }),
         }
     }
 
@@ -488,11 +491,51 @@ impl Drop for Resting {
     fn drop(&mut self) {
         // Not on any normal path (a worker puts its resting process to sleep or hands it
         // on), but a process must not be left `Running` with nobody to finish its poll.
-        Resting {
+        let resting = Resting {
             raw: self.raw,
             poll_ref: self.poll_ref,
+        };
+        if let Some(unslept) = resting.sleep() {
+            unslept.finish();
         }
-        .sleep();
+    }
+}
+
+/// A resting process whose put-off transition did not end in `Sleeping`
+/// ([`Resting::sleep`]): woken meanwhile (now `Queued`, with a reference for its new run
+/// queue entry) or cancelled (still `Running`, its future to drop). Holds what the
+/// transition left; [`finish`](Self::finish) re-queues the process or drops its future
+/// and completes it. Dropped, it finishes, so that the process is never left without an
+/// entry or a poller.
+#[must_use = "a process that did not go to sleep must be re-queued or cancelled"]
+pub(crate) struct Unslept {
+    raw: RawTask,
+    poll_ref: PollRef,
+    outcome: ToIdle,
+}
+
+impl Unslept {
+    /// True if it was cancelled: [`finish`](Self::finish) drops its future.
+    #[inline]
+    pub(crate) fn drops_future(&self) -> bool {
+        self.outcome == ToIdle::Cancel
+    }
+
+    /// Re-queues the process, or drops its future (user code) and completes it.
+    #[inline]
+    pub(crate) fn finish(self) {
+        let (raw, poll_ref, outcome) = (self.raw, self.poll_ref, self.outcome);
+        std::mem::forget(self);
+        // SAFETY: `Running`, left so by its poll with `poll_ref`, until the transition
+        // with this outcome (not `Slept`); what that left this holder is given up here.
+        unsafe { (raw.header().vtable.not_slept)(raw.as_ptr(), poll_ref, outcome) }
+    }
+}
+
+impl Drop for Unslept {
+    fn drop(&mut self) {
+        // Not on any normal path (the worker finishes it).
+        Unslept { ..*self }.finish();
     }
 }
 

@@ -1,0 +1,178 @@
+//! The worker's put-off transitions and its drain at exit, driven by hand: a future they
+//! drop is dropped as in a poll, with the thread marked as polling, so a blocking call in
+//! its `Drop` panics with advice (`context::assert_may_block`) rather than blocking the
+//! worker.
+
+use std::future::Future;
+use std::panic::Location;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use super::Local;
+use crate::runtime::{Shared, context};
+use crate::wait::JoinHandle;
+use crate::wait::claim::Owner;
+
+/// Never completes; leaves an internal reference to its process where the test can take
+/// it, as a channel wait does, and records, when dropped, whether csp marked the thread
+/// as polling.
+struct Victim {
+    owner: Arc<Mutex<Option<Owner>>>,
+    dropped_polling: Arc<Mutex<Option<bool>>>,
+}
+
+impl Future for Victim {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        *self.owner.lock().unwrap() = Owner::internal(cx.waker());
+        Poll::Pending
+    }
+}
+
+impl Drop for Victim {
+    fn drop(&mut self) {
+        *self.dropped_polling.lock().unwrap() = Some(context::is_polling());
+    }
+}
+
+/// Completes at once, after waking the owner it holds, if any.
+struct Wake(Arc<Mutex<Option<Owner>>>);
+
+impl Future for Wake {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if let Some(owner) = self.0.lock().unwrap().take() {
+            owner.wake();
+        }
+        Poll::Ready(())
+    }
+}
+
+/// A one-worker runtime with its worker on this thread, a spawned [`Victim`] polled
+/// once and resting on the worker, and what the victim records.
+struct Rig {
+    shared: Arc<Shared>,
+    local: Local,
+    guard: Option<context::WorkerGuard>,
+    victim: JoinHandle<()>,
+    owner: Arc<Mutex<Option<Owner>>>,
+    dropped_polling: Arc<Mutex<Option<bool>>>,
+}
+
+impl Rig {
+    fn new() -> Box<Rig> {
+        let (shared, mut queues) = Shared::new(1, "test".to_owned(), None, Default::default());
+        let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
+        let owner = Arc::new(Mutex::new(None));
+        let dropped_polling = Arc::new(Mutex::new(None));
+        let victim = Victim {
+            owner: owner.clone(),
+            dropped_polling: dropped_polling.clone(),
+        };
+        let victim = Shared::spawn(&shared, victim, Location::caller());
+        let mut rig = Box::new(Rig {
+            shared,
+            local,
+            guard: None,
+            victim,
+            owner,
+            dropped_polling,
+        });
+        // SAFETY: `local` lives in the box, on this thread, until after the guard goes
+        // (`Drop for Rig`).
+        rig.guard = Some(unsafe { context::WorkerGuard::new(&rig.local) });
+        rig.run_next();
+        assert!(rig.is_resting(), "the victim rests after its first poll");
+        rig
+    }
+
+    /// Runs the next process the worker finds at hand.
+    fn run_next(&self) {
+        let next = self.local.next_task().expect("a process to run");
+        self.local.run_task(next);
+    }
+
+    fn is_resting(&self) -> bool {
+        let resting = self.local.resting.take();
+        let some = resting.is_some();
+        self.local.resting.set(resting);
+        some
+    }
+
+    fn spawn(&self, future: impl Future<Output = ()> + Send + 'static) {
+        drop(Shared::spawn(&self.shared, future, Location::caller()));
+    }
+
+    /// What the victim's drop recorded: `Some(true)` if it ran marked as polling.
+    fn dropped_polling(&self) -> Option<bool> {
+        *self.dropped_polling.lock().unwrap()
+    }
+
+    /// Shuts the runtime down as `Runtime::drop` does, the worker exiting its loop
+    /// first: its drain at exit.
+    fn shut_down(&mut self) {
+        assert!(self.shared.begin_shutdown());
+        self.shared.registry().close_and_shutdown_all();
+        drop(self.guard.take());
+        self.local.drain();
+        self.shared.drain_injector();
+        drop(self.owner.lock().unwrap().take());
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if self.guard.is_some() {
+            self.shut_down();
+        }
+    }
+}
+
+#[test]
+fn the_next_poll_drops_a_cancelled_resting_future_marked_as_polling() {
+    let rig = Rig::new();
+    rig.victim.abort();
+    rig.spawn(async {});
+    rig.run_next();
+    assert_eq!(rig.dropped_polling(), Some(true));
+    assert!(!context::is_polling(), "the mark ends with the poll");
+}
+
+#[test]
+fn a_cancelled_resting_future_put_to_sleep_between_polls_is_dropped_marked_as_polling() {
+    let rig = Rig::new();
+    rig.victim.abort();
+    assert!(rig.local.put_resting_to_sleep());
+    assert_eq!(rig.dropped_polling(), Some(true));
+    assert!(!context::is_polling());
+}
+
+#[test]
+fn the_drain_at_exit_drops_a_resting_future_marked_as_polling() {
+    let mut rig = Rig::new();
+    // The shutdown finds it `Running`, and leaves it to the worker.
+    rig.shut_down();
+    assert_eq!(rig.dropped_polling(), Some(true));
+    assert!(rig.victim.is_finished());
+    assert!(!context::is_polling());
+}
+
+#[test]
+fn the_drain_at_exit_drops_a_future_in_the_handoff_slot_marked_as_polling() {
+    let mut rig = Rig::new();
+    assert!(rig.local.put_resting_to_sleep());
+    // A poll on the worker wakes the victim into its handoff slot, `Running`, where the
+    // shutdown finds it.
+    rig.spawn(Wake(rig.owner.clone()));
+    rig.run_next();
+    let handed = rig.local.handoff.take();
+    assert!(matches!(handed, Some(super::Next::Handed(_))), "{handed:?}");
+    rig.local.handoff.set(handed);
+    assert_eq!(rig.dropped_polling(), None);
+    rig.shut_down();
+    assert_eq!(rig.dropped_polling(), Some(true));
+    assert!(rig.victim.is_finished());
+}
