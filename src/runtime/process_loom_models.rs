@@ -6,6 +6,7 @@
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --lib loom`.
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
@@ -34,8 +35,6 @@ struct Probe {
 pub(super) struct Counters {
     polls: Arc<AtomicUsize>,
     drops: Arc<AtomicUsize>,
-    /// Drops of the outputs a [`Finisher`] made.
-    outputs: Arc<AtomicUsize>,
     waker: Arc<Mutex<Option<Waker>>>,
 }
 
@@ -44,7 +43,6 @@ impl Counters {
         Counters {
             polls: Arc::new(AtomicUsize::new(0)),
             drops: Arc::new(AtomicUsize::new(0)),
-            outputs: Arc::new(AtomicUsize::new(0)),
             waker: Arc::new(Mutex::new(None)),
         }
     }
@@ -64,11 +62,6 @@ impl Counters {
 
     pub(super) fn drops(&self) -> usize {
         self.drops.load(Ordering::SeqCst)
-    }
-
-    /// Drops of outputs a [`Finisher`] made.
-    pub(super) fn outputs(&self) -> usize {
-        self.outputs.load(Ordering::SeqCst)
     }
 
     fn take_waker(&self) -> Option<Waker> {
@@ -439,11 +432,66 @@ fn loom_shutdown_racing_lent_poll() {
     });
 }
 
-/// What a [`Finisher`] returns: counts its drops, so that a second drop of one output
-/// (a completer touching a process freed under it) shows.
+/// What the models of a completion racing the registry walker of a shutdown watch.
+#[derive(Clone)]
+pub(super) struct Race {
+    /// Drops of the [`Output`]s a [`Finisher`] made (its output, or the payload of its
+    /// drop's panic). Leaked, so that a second drop of one, through memory freed under
+    /// its completer, is counted rather than crash the model.
+    outputs: &'static AtomicUsize,
+    /// Set while the walker runs.
+    walking: Arc<AtomicBool>,
+    /// Set by a [`Finisher`] that returned its output, or was dropped, while the walker
+    /// ran: the model reached the race it is about.
+    overlapped: Arc<AtomicBool>,
+}
+
+impl Race {
+    pub(super) fn new() -> Race {
+        Race {
+            outputs: Box::leak(Box::new(AtomicUsize::new(0))),
+            walking: Arc::new(AtomicBool::new(false)),
+            overlapped: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Drops of outputs (and drop panics' payloads) so far.
+    pub(super) fn outputs(&self) -> usize {
+        self.outputs.load(Ordering::SeqCst)
+    }
+
+    /// True if a finisher completed or was dropped while the walker ran.
+    pub(super) fn overlapped(&self) -> bool {
+        self.overlapped.load(Ordering::SeqCst)
+    }
+
+    /// Runs the registry walker of a shutdown, as `Runtime::drop` does (without the
+    /// injector's drain, which the model does once the race is over).
+    pub(super) fn walk(&self, shared: &Shared) {
+        self.walking.store(true, Ordering::SeqCst);
+        assert!(shared.begin_shutdown());
+        shared.registry().close_and_shutdown_all();
+        self.walking.store(false, Ordering::SeqCst);
+    }
+
+    fn note_overlap(&self) {
+        if self.walking.load(Ordering::SeqCst) {
+            self.overlapped.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn output(&self) -> Output {
+        Output {
+            drops: self.outputs,
+        }
+    }
+}
+
+/// What a [`Finisher`] returns (or panics with): counts its drops, so that a second
+/// drop of one (a completer touching a process freed under it) shows.
 #[derive(Debug)]
 pub(super) struct Output {
-    drops: Arc<AtomicUsize>,
+    drops: &'static AtomicUsize,
 }
 
 impl Drop for Output {
@@ -458,12 +506,19 @@ impl Drop for Output {
 /// A [`Lender`] whose last poll lends too: on its poll numbered `ready_at` it takes an
 /// internal reference to its own process, which takes over the poll's (`task/loan.rs`),
 /// and releases it at once, as a receive polled once on a channel whose sender then goes
-/// away does; then yields its thread (so that a model reaches what races the completion
-/// without spending a preemption on it) and returns an [`Output`]. Its poller completes the process holding no
-/// reference of its own.
+/// away does; then it yields its thread (so that a model reaches what races the
+/// completion without spending a preemption on it) and returns an [`Output`]. Its
+/// poller completes the process holding no reference of its own. With `panic_on_drop`,
+/// its drop panics with an [`Output`] as the payload, which the process's result keeps
+/// (`JoinError::panicked`): a cancelled process's result, too, then shows a second drop.
 pub(super) struct Finisher {
-    lender: Lender,
-    outputs: Arc<AtomicUsize>,
+    /// Both dropped by hand, before any panic of the drop: under loom, every model
+    /// thread runs on one OS thread, so a loom operation while unwinding (a counter, an
+    /// `Arc`'s count) could switch to another model thread that would count as
+    /// panicking, and poison any lock it releases.
+    lender: ManuallyDrop<Lender>,
+    race: ManuallyDrop<Race>,
+    panic_on_drop: bool,
 }
 
 impl Future for Finisher {
@@ -472,26 +527,46 @@ impl Future for Finisher {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Output> {
         let ready_at = self.lender.ready_at;
         if self.lender.polls.load(Ordering::SeqCst) + 1 < ready_at {
-            return Pin::new(&mut self.lender).poll(cx).map(|_| unreachable!());
+            return Pin::new(&mut *self.lender).poll(cx).map(|_| unreachable!());
         }
         self.lender.polls.fetch_add(1, Ordering::SeqCst);
         drop(Owner::internal(cx.waker()).expect("a process's waker"));
         // A free switch to another thread, right before the poller completes the process.
         thread::yield_now();
-        Poll::Ready(Output {
-            drops: self.outputs.clone(),
-        })
+        self.race.note_overlap();
+        Poll::Ready(self.race.output())
+    }
+}
+
+impl Drop for Finisher {
+    fn drop(&mut self) {
+        self.race.note_overlap();
+        let payload = self.race.output();
+        // SAFETY: each dropped once, here, and not used after.
+        unsafe {
+            ManuallyDrop::drop(&mut self.lender);
+            ManuallyDrop::drop(&mut self.race);
+        }
+        if self.panic_on_drop {
+            // Not `panic!`: no panic hook, so no message for every execution.
+            std::panic::resume_unwind(Box::new(payload));
+        }
+        // Not a panic: no second drop to see.
+        std::mem::forget(payload);
     }
 }
 
 pub(super) fn finisher(
     counters: &Counters,
     owner: &Arc<Mutex<Option<Owner>>>,
+    race: &Race,
     ready_at: usize,
+    panic_on_drop: bool,
 ) -> Finisher {
     Finisher {
-        lender: lender(counters, owner, ready_at),
-        outputs: counters.outputs.clone(),
+        lender: ManuallyDrop::new(lender(counters, owner, ready_at)),
+        race: ManuallyDrop::new(race.clone()),
+        panic_on_drop,
     }
 }
 
@@ -527,6 +602,38 @@ impl JoinWatch {
     pub(super) fn woken_dead(&self) -> bool {
         self.woken_dead.load(Ordering::SeqCst)
     }
+
+    /// With `joined`, `join` and a waker of this watch stored in its slot (so the
+    /// process's completer will read it); else `join` dropped, the process detached.
+    pub(super) fn keep_join<T>(
+        self: &std::sync::Arc<JoinWatch>,
+        joined: bool,
+        mut join: JoinHandle<T>,
+    ) -> Option<(JoinHandle<T>, Waker)> {
+        if !joined {
+            drop(join);
+            return None;
+        }
+        let waker = self.waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut join).poll(&mut cx).is_pending());
+        Some((join, waker))
+    }
+
+    /// Polls `join` with `waker` until it is ready, yielding in between, then drops
+    /// both before the result (whose drop may yield): the handle's last reference may go
+    /// while the completer still runs.
+    pub(super) fn resolve<T>((mut join, waker): (JoinHandle<T>, Waker)) -> Result<T, JoinError> {
+        let mut cx = Context::from_waker(&waker);
+        let result = loop {
+            if let Poll::Ready(result) = Pin::new(&mut join).poll(&mut cx) {
+                break result;
+            }
+            thread::yield_now();
+        };
+        drop((join, waker));
+        result
+    }
 }
 
 static WATCH_VTABLE: RawWakerVTable =
@@ -539,6 +646,8 @@ unsafe fn watch(data: *const ()) -> &'static JoinWatch {
     unsafe { &*data.cast::<JoinWatch>() }
 }
 
+/// # Safety
+/// As [`watch`].
 unsafe fn watch_clone(data: *const ()) -> RawWaker {
     // SAFETY: a waker of the watch is being cloned, so its count is held.
     unsafe {
@@ -548,6 +657,9 @@ unsafe fn watch_clone(data: *const ()) -> RawWaker {
     RawWaker::new(data, &WATCH_VTABLE)
 }
 
+/// # Safety
+/// `data` is an `Arc<JoinWatch>` made by `JoinWatch::waker`, whose test still holds the
+/// watch (a waker read from a freed process may have given up its own count).
 unsafe fn watch_wake_by_ref(data: *const ()) {
     // SAFETY: the test holds the watch for longer than any waker may be used.
     let watch = unsafe { watch(data) };
@@ -556,6 +668,8 @@ unsafe fn watch_wake_by_ref(data: *const ()) {
     }
 }
 
+/// # Safety
+/// As [`watch`]; the waker's count is given up.
 unsafe fn watch_wake(data: *const ()) {
     // SAFETY: as `watch_wake_by_ref`, then as `watch_drop`.
     unsafe {
@@ -564,6 +678,8 @@ unsafe fn watch_wake(data: *const ()) {
     }
 }
 
+/// # Safety
+/// As [`watch`]; the waker's count is given up.
 unsafe fn watch_drop(data: *const ()) {
     // SAFETY: a waker of the watch is dropped, giving up its count.
     unsafe {
@@ -572,14 +688,34 @@ unsafe fn watch_drop(data: *const ()) {
     }
 }
 
-/// Polls `join` with `waker` until it is ready, yielding in between.
-pub(super) fn join_until_ready<T>(join: &mut JoinHandle<T>, waker: &Waker) -> Result<T, JoinError> {
-    let mut cx = Context::from_waker(waker);
-    loop {
-        if let Poll::Ready(result) = Pin::new(&mut *join).poll(&mut cx) {
-            return result;
-        }
-        thread::yield_now();
+/// Counts the executions of a model of a completion racing the walker in which the
+/// completion overlapped the walk ([`Race::overlapped`]): across executions, outside
+/// the model.
+pub(super) struct Overlaps(std::sync::atomic::AtomicUsize);
+
+impl Overlaps {
+    pub(super) const fn new() -> Overlaps {
+        Overlaps(std::sync::atomic::AtomicUsize::new(0))
+    }
+
+    /// Runs `model` under loom, each execution saying whether its race overlapped, and
+    /// checks that some did.
+    pub(super) fn model(
+        &'static self,
+        what: &str,
+        model: impl Fn() -> bool + Sync + Send + 'static,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.0.store(0, Relaxed);
+        loom::model(move || {
+            if model() {
+                self.0.fetch_add(1, Relaxed);
+            }
+        });
+        assert!(
+            self.0.load(Relaxed) > 0,
+            "{what}: no execution completed the process while the walker ran"
+        );
     }
 }
 
@@ -590,43 +726,34 @@ pub(super) fn join_until_ready<T>(join: &mut JoinHandle<T>, waker: &Waker) -> Re
 /// dropped exactly once, and a `JoinHandle`'s waker stored in the slot is never read
 /// from a freed process. Once with the process detached (the registry's reference is
 /// all that keeps it alive while it completes), once with a `JoinHandle` whose waker is
-/// stored, which the walker's thread resolves and drops as soon as the shutdown is done.
+/// stored, which the walker's thread resolves and drops as soon as the walk is done.
 #[test]
 fn lent_completion_races_shutdown() {
-    loom::model(|| lent_completion_racing_walker(false));
-    loom::model(|| lent_completion_racing_walker(true));
+    static DETACHED: Overlaps = Overlaps::new();
+    static JOINED: Overlaps = Overlaps::new();
+    DETACHED.model("detached", || lent_completion_racing_walker(false));
+    JOINED.model("joined", || lent_completion_racing_walker(true));
 }
 
-fn lent_completion_racing_walker(joined: bool) {
+/// One execution of [`lent_completion_races_shutdown`]: true if the completion
+/// overlapped the walk.
+fn lent_completion_racing_walker(joined: bool) -> bool {
     let shared = new_runtime();
     let counters = Counters::new();
+    let race = Race::new();
     let owner = Arc::new(Mutex::new(None));
-    let mut join = Shared::spawn(
+    let join = Shared::spawn(
         &shared,
-        finisher(&counters, &owner, 1),
+        finisher(&counters, &owner, &race, 1, false),
         std::panic::Location::caller(),
     );
     let watch = JoinWatch::new();
     let walker = {
-        let shared = shared.clone();
-        let join = if joined {
-            // The handle's waker is in the slot before the process can complete.
-            let waker = watch.waker();
-            let mut cx = Context::from_waker(&waker);
-            assert!(Pin::new(&mut join).poll(&mut cx).is_pending());
-            Some((join, waker))
-        } else {
-            drop(join);
-            None
-        };
+        let (shared, race) = (shared.clone(), race.clone());
+        let join = watch.keep_join(joined, join);
         thread::spawn(move || {
-            shutdown(&shared);
-            join.map(|(mut join, waker)| {
-                let result = join_until_ready(&mut join, &waker);
-                // The handle and its waker go first: the output's drop yields.
-                drop((join, waker));
-                result
-            })
+            race.walk(&shared);
+            join.map(JoinWatch::resolve)
         })
     };
     run_queued(&shared);
@@ -637,13 +764,15 @@ fn lent_completion_racing_walker(joined: bool) {
         !watch.woken_dead(),
         "the completer read the join waker of a process freed under it"
     );
-    if let Some(result) = result {
+    if let Some(result) = &result {
         assert_eq!(result.is_ok(), counters.polls() == 1, "{result:?}");
     }
+    drop(result);
     assert_eq!(counters.drops(), 1, "the future is dropped exactly once");
     assert_eq!(
-        counters.outputs(),
+        race.outputs(),
         counters.polls(),
         "an output is dropped exactly once, if the poll made one"
     );
+    race.overlapped()
 }

@@ -127,7 +127,8 @@ pub(crate) struct Local {
     /// `Running` (module docs).
     resting: Cell<Option<Resting>>,
     /// Processes the current poll pushed out of the slot, not yet in the queue (module
-    /// docs); empty between polls. Its capacity is reserved once.
+    /// docs), or a future's drop the worker ran as a poll (`finish_unslept`); empty
+    /// between polls. Its capacity is reserved once.
     displaced: RefCell<Vec<Notified>>,
     /// Scheduling ticks left until the periodic injector check.
     tick: Cell<u32>,
@@ -350,8 +351,13 @@ impl Local {
     #[inline(never)]
     fn finish_unslept(&self, unslept: Unslept) {
         if unslept.drops_future() {
-            let _polling = context::polling(self.runtime_id);
-            unslept.finish();
+            {
+                let _polling = context::polling(self.runtime_id);
+                unslept.finish();
+            }
+            // What the drop woke into the full handoff slot pushed its occupant out, as
+            // a poll's wakes do: published now, since this may run between polls.
+            self.publish_displaced();
         } else {
             unslept.finish();
         }
@@ -805,6 +811,10 @@ impl Local {
         self.put_resting_to_sleep();
         if let Some(next) = self.handoff.take() {
             next.into_queued().discard();
+        }
+        let displaced = std::mem::take(&mut *self.displaced.borrow_mut());
+        for entry in displaced {
+            entry.discard();
         }
         while let Some(entry) = self.queue.pop() {
             entry.discard();

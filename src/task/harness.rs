@@ -64,7 +64,8 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
     /// that returns `Pending` leaves the process `Running` and returns what became of
     /// the reference, for the caller to hold as a [`Resting`](crate::task::Resting)
     /// process and put to sleep later (`Resting::sleep`, which leaves what follows a
-    /// transition that did not end in `Sleeping` to [`not_slept`](Self::not_slept)).
+    /// transition that did not end in `Sleeping` to its caller, through `Unslept` and
+    /// [`not_slept`](Self::not_slept)).
     #[inline(always)]
     fn run(self, handed: bool, rest: bool) -> Option<PollRef> {
         // One function for both, with the step below made once: two copies of it each

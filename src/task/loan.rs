@@ -46,16 +46,19 @@
 //! | `Pending` → `Requeue` | the new queue entry: *E*, or one the transition added while *R* kept the process | the entry, once handed over |
 //! | `Pending` → `Cancel`, or `Ready` (`cancel`, `complete`) | the worker, or the wait | *E* if held, else *R*; *R* is the completer's from when it leaves the registry or finds `REGISTRY_LEFT`, released with *E* after its last touch |
 //! | resting: `Pending`, the transition put off (`Resting`) | the worker, or the wait | *E* if held, else *R* (I2), as during the poll |
-//! | resting, woken by this worker's next poll (`Resting::woken`) | the slot: the waker's reference if the poll lent *E* (it is *E*), else *E* (the waker's released, never the last) | *E* |
+//! | resting, woken by this worker's next poll (`Resting::woken`) | the slot, if the poll held it (the waker's reference is released, never the last); if lent, its wait still, and the slot takes the waker's reference (*E* itself when that wait is the waker) | the slot's reference |
 //! | resting, woken by a waker that keeps its reference (`Resting::woken_by_ref`) | the slot: *E*, or one added while *R* kept the process | *E* |
-//! | resting, put to sleep (`Resting::sleep`; `not_slept` for a re-queue or a cancellation) | as after a poll | as after a poll |
+//! | resting, put to sleep (`Resting::sleep`; then `Unslept`, finished by `Local::finish_unslept` through the vtable's `not_slept`, for a re-queue or a cancellation) | as after a poll | as after a poll |
 //! | the handoff slot left unpolled (`Handed::into_queued`) | the queue entry | *E* |
-//! | drained at a worker's exit (`Local::drain`, `Notified::discard`) | the queue entry: run if `REGISTRY_LEFT` (the worker is then the poller shutdown left *R* to, and completes the process), else released | *E*, then *R* if run |
-//! | shutdown walker, the process `Sleeping` or `Queued` | a queue entry if any, which will find it complete (stale) | *R*, the walker's: released after it cancels and completes the process |
+//! | drained at a worker's exit (`Local::drain`: its slots, its held-back entries, its queue) or from the injector at shutdown (`Shared::drain_injector`, on whichever thread finds it), each through `Notified::discard` | the queue entry: run if `REGISTRY_LEFT` (the thread is then the poller shutdown left *R* to, and completes the process), else released | *E*, then *R* if run |
+//! | shutdown walker, the process `Sleeping` or `Queued` | a queue entry if any, which finds it `Running` under the walker or complete: stale either way | *R*, the walker's: released after it cancels and completes the process |
+//! | a spawn refused at shutdown (`Shared::reject`), never linked | the new entry, dropped | *R*, the spawner's: released after it cancels and completes the process |
 //! | shutdown walker, the process `Running` (polled, resting, or in a handoff slot) | the worker, or the wait | *R*, passed to the worker with `REGISTRY_LEFT` under the lock that unlinked it |
 //!
-//! A future dropped by any of these steps (a cancellation) is dropped with the thread
-//! marked as polling, as in a poll (`runtime/worker.rs`): its `Drop` is user code on a
+//! A future a worker drops in any of these steps (a cancellation) is dropped with the
+//! thread marked as polling, as in a poll (`runtime/worker.rs`): its `Drop` is user code
+//! on a worker. One dropped by the shutdown walker, a refused spawn or the injector's
+//! drain runs on the thread that shuts the runtime down or spawned, which is not a
 //! worker.
 
 use std::cell::Cell;

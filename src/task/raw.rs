@@ -441,6 +441,7 @@ impl Resting {
     /// future's type, and what follows those is left to the caller ([`Unslept`]), which
     /// finishes it as it finishes a poll (a cancellation drops the future: user code).
     #[inline]
+    #[must_use = "a process that did not go to sleep must be re-queued or cancelled"]
     pub(crate) fn sleep(self) -> Option<Unslept> {
         let (raw, poll_ref) = (self.raw, self.poll_ref);
         std::mem::forget(self);

@@ -261,7 +261,8 @@ pub(crate) enum NotifyByVal {
     Dealloc,
 }
 
-/// What runtime shutdown may do with one process it unlinked from the registry.
+/// What runtime shutdown may do with one process it unlinked from the registry (under
+/// that unlink's lock), or that a spawn refused at shutdown never linked.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shutdown {

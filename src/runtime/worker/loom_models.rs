@@ -21,7 +21,7 @@ use loom::thread;
 use super::{Found, Local};
 use crate::loom::sync::Mutex;
 use crate::runtime::process_loom_models::{
-    Counters, JoinWatch, Output, finisher, join_until_ready, lender,
+    Counters, JoinWatch, Output, Overlaps, Race, finisher, lender,
 };
 use crate::runtime::{Shared, context};
 use crate::task::JoinError;
@@ -448,62 +448,48 @@ fn loom_resting_racing_remote_wake() {
     resting_racing(Racer::Wake);
 }
 
-/// Starts, on another thread, the registry walker of a shutdown; with a `JoinHandle`
-/// (and the waker it stored in the slot), that thread then resolves the handle and
-/// drops it, with its waker, as soon as the walk is done.
+/// Starts, on another thread, the registry walker of a shutdown (`race.walk`); with a
+/// `JoinHandle` (and the waker it stored in the slot), that thread then resolves the
+/// handle and drops it, with its waker, as soon as the walk is done.
 fn walker<T: Send + 'static>(
     shared: &Arc<Shared>,
+    race: &Race,
     join: Option<(JoinHandle<T>, Waker)>,
 ) -> thread::JoinHandle<Option<Result<T, JoinError>>> {
-    let shared = shared.clone();
+    let (shared, race) = (shared.clone(), race.clone());
     thread::spawn(move || {
-        assert!(shared.begin_shutdown());
-        shared.registry().close_and_shutdown_all();
-        join.map(|(mut join, waker)| {
-            let result = join_until_ready(&mut join, &waker);
-            // The handle and its waker go first: an output's drop may yield.
-            drop((join, waker));
-            result
-        })
+        race.walk(&shared);
+        join.map(JoinWatch::resolve)
     })
-}
-
-/// `join` and a waker of `watch` stored in its slot, if `joined`; else `join` dropped.
-fn keep_join<T>(
-    joined: bool,
-    mut join: JoinHandle<T>,
-    watch: &std::sync::Arc<JoinWatch>,
-) -> Option<(JoinHandle<T>, Waker)> {
-    if !joined {
-        drop(join);
-        return None;
-    }
-    let waker = watch.waker();
-    let mut cx = Context::from_waker(&waker);
-    assert!(Pin::new(&mut join).poll(&mut cx).is_pending());
-    Some((join, waker))
 }
 
 /// A process aborted while it rests on a worker (`Running`, its poll's reference lent
 /// to a wait that then let it go) is completed by the worker's put-off transition
-/// (`not_slept`, which drops the future) against the registry walker of a shutdown on
+/// (`Unslept`, which drops the future) against the registry walker of a shutdown on
 /// another thread: the process outlives its completion, its future is dropped exactly
-/// once, and a `JoinHandle`'s waker stored in the slot is never read from a freed
+/// once, and so is the payload of the panic of that drop (which the process's result
+/// keeps), and a `JoinHandle`'s waker stored in the slot is never read from a freed
 /// process. Detached, and with a `JoinHandle` the walker's thread resolves and drops.
 #[test]
 fn aborted_resting_completion_races_shutdown() {
-    loom::model(|| aborted_resting_racing_walker(false));
-    loom::model(|| aborted_resting_racing_walker(true));
+    static DETACHED: Overlaps = Overlaps::new();
+    static JOINED: Overlaps = Overlaps::new();
+    DETACHED.model("detached", || aborted_resting_racing_walker(false));
+    JOINED.model("joined", || aborted_resting_racing_walker(true));
 }
 
-fn aborted_resting_racing_walker(joined: bool) {
+/// One execution of [`aborted_resting_completion_races_shutdown`]: true if the
+/// completion overlapped the walk.
+fn aborted_resting_racing_walker(joined: bool) -> bool {
     let (shared, mut queues) = Shared::new(1, "loom".to_owned(), None, Default::default());
     let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
     // SAFETY: `local` outlives the guard, on this thread.
     let guard = unsafe { context::WorkerGuard::new(&local) };
     let counters = Counters::new();
+    let race = Race::new();
     let owner = Arc::new(Mutex::new(None));
-    let join = Shared::spawn(&shared, lender(&counters, &owner, 2), Location::caller());
+    let finisher = finisher(&counters, &owner, &race, 2, true);
+    let join = Shared::spawn(&shared, finisher, Location::caller());
     // Its first poll lends its reference to `owner` and rests.
     let entry = local.next_task().expect("the process is queued");
     local.run_task(entry);
@@ -516,7 +502,7 @@ fn aborted_resting_racing_walker(joined: bool) {
     // The wait lets the lent reference go: the process rests with none of its poller's.
     drop(owner.lock().take());
     let watch = JoinWatch::new();
-    let walker = walker(&shared, keep_join(joined, join, &watch));
+    let walker = walker(&shared, &race, watch.keep_join(joined, join));
     // A free switch to the walker before the put-off transition completes the process.
     thread::yield_now();
     assert!(local.put_resting_to_sleep());
@@ -528,10 +514,19 @@ fn aborted_resting_racing_walker(joined: bool) {
         "the completer read the join waker of a process freed under it"
     );
     if let Some(result) = result {
-        assert!(result.unwrap_err().is_cancelled());
+        assert!(
+            result.unwrap_err().is_panic(),
+            "the drop's panic is the result"
+        );
     }
     assert_eq!((counters.polls(), counters.drops()), (1, 1));
+    assert_eq!(
+        race.outputs(),
+        1,
+        "the drop's payload is dropped exactly once"
+    );
     drop(local);
+    race.overlapped()
 }
 
 /// A process woken into a worker's handoff slot (`Running` already) lends its poll's
@@ -542,22 +537,28 @@ fn aborted_resting_racing_walker(joined: bool) {
 /// resolves and drops.
 #[test]
 fn handed_completion_races_shutdown() {
-    loom::model(|| handed_completion_racing_walker(false));
-    loom::model(|| handed_completion_racing_walker(true));
+    static DETACHED: Overlaps = Overlaps::new();
+    static JOINED: Overlaps = Overlaps::new();
+    DETACHED.model("detached", || handed_completion_racing_walker(false));
+    JOINED.model("joined", || handed_completion_racing_walker(true));
 }
 
-fn handed_completion_racing_walker(joined: bool) {
+/// One execution of [`handed_completion_races_shutdown`]: true if the completion
+/// overlapped the walk.
+fn handed_completion_racing_walker(joined: bool) -> bool {
     let (shared, mut queues) = Shared::new(1, "loom".to_owned(), None, Default::default());
     let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
     // SAFETY: `local` outlives the guard, on this thread.
     let guard = unsafe { context::WorkerGuard::new(&local) };
     let counters = Counters::new();
+    let race = Race::new();
     let owner = Arc::new(Mutex::new(None));
-    let join = Shared::spawn(&shared, finisher(&counters, &owner, 2), Location::caller());
+    let finisher = finisher(&counters, &owner, &race, 2, false);
+    let join = Shared::spawn(&shared, finisher, Location::caller());
     // Its first poll leaves its reference in `owner`; it goes to sleep.
     drain(&local);
     let watch = JoinWatch::new();
-    let join = keep_join(joined, join, &watch);
+    let join = watch.keep_join(joined, join);
     drop(Shared::spawn(
         &shared,
         Waking {
@@ -565,7 +566,7 @@ fn handed_completion_racing_walker(joined: bool) {
         },
         Location::caller(),
     ));
-    let walker = walker(&shared, join);
+    let walker = walker(&shared, &race, join);
     // `Waking`'s poll hands the sleeper to the slot, and its second poll lends the
     // slot's reference and completes.
     drain(&local);
@@ -583,9 +584,10 @@ fn handed_completion_racing_walker(joined: bool) {
     drop(result);
     assert_eq!(counters.drops(), 1, "the future is dropped exactly once");
     assert_eq!(
-        counters.outputs(),
+        race.outputs(),
         usize::from(polls == 2),
         "an output is dropped exactly once, if the poll made one"
     );
     drop(local);
+    race.overlapped()
 }

@@ -18,8 +18,10 @@ use crate::wait::claim::Owner;
 /// it, as a channel wait does, and records, when dropped, whether csp marked the thread
 /// as polling.
 struct Victim {
-    owner: Arc<Mutex<Option<Owner>>>,
+    owner: Slot,
     dropped_polling: Arc<Mutex<Option<bool>>>,
+    /// Woken by the drop.
+    wakes_on_drop: Vec<Slot>,
 }
 
 impl Future for Victim {
@@ -34,11 +36,19 @@ impl Future for Victim {
 impl Drop for Victim {
     fn drop(&mut self) {
         *self.dropped_polling.lock().unwrap() = Some(context::is_polling());
+        for owner in &self.wakes_on_drop {
+            if let Some(owner) = owner.lock().unwrap().take() {
+                owner.wake();
+            }
+        }
     }
 }
 
+/// Where a process leaves an internal reference to itself for the test to take.
+type Slot = Arc<Mutex<Option<Owner>>>;
+
 /// Completes at once, after waking the owner it holds, if any.
-struct Wake(Arc<Mutex<Option<Owner>>>);
+struct Wake(Slot);
 
 impl Future for Wake {
     type Output = ();
@@ -58,20 +68,42 @@ struct Rig {
     local: Local,
     guard: Option<context::WorkerGuard>,
     victim: JoinHandle<()>,
-    owner: Arc<Mutex<Option<Owner>>>,
+    owner: Slot,
     dropped_polling: Arc<Mutex<Option<bool>>>,
+    /// Processes asleep, each with the internal reference it left, and its handle.
+    sleepers: Vec<(Slot, JoinHandle<()>)>,
 }
 
 impl Rig {
     fn new() -> Box<Rig> {
+        Rig::with_sleepers(0)
+    }
+
+    /// As [`new`](Self::new), with `sleepers` processes asleep before the victim is
+    /// spawned, which the victim's drop wakes (through the internal references they
+    /// left in [`Rig::sleepers`]).
+    fn with_sleepers(sleepers: usize) -> Box<Rig> {
         let (shared, mut queues) = Shared::new(1, "test".to_owned(), None, Default::default());
         let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
         let owner = Arc::new(Mutex::new(None));
         let dropped_polling = Arc::new(Mutex::new(None));
+        let sleepers: Vec<_> = (0..sleepers)
+            .map(|_| {
+                let owner = Arc::new(Mutex::new(None));
+                let sleeper = Victim {
+                    owner: owner.clone(),
+                    dropped_polling: Arc::new(Mutex::new(None)),
+                    wakes_on_drop: Vec::new(),
+                };
+                (owner, Shared::spawn(&shared, sleeper, Location::caller()))
+            })
+            .collect();
         let victim = Victim {
             owner: owner.clone(),
             dropped_polling: dropped_polling.clone(),
+            wakes_on_drop: sleepers.iter().map(|(owner, _)| owner.clone()).collect(),
         };
+        // Spawned last, so polled last: the injector hands out in order.
         let victim = Shared::spawn(&shared, victim, Location::caller());
         let mut rig = Box::new(Rig {
             shared,
@@ -80,11 +112,15 @@ impl Rig {
             victim,
             owner,
             dropped_polling,
+            sleepers,
         });
         // SAFETY: `local` lives in the box, on this thread, until after the guard goes
         // (`Drop for Rig`).
         rig.guard = Some(unsafe { context::WorkerGuard::new(&rig.local) });
-        rig.run_next();
+        // Each poll puts the process resting before it to sleep.
+        for _ in 0..=rig.sleepers.len() {
+            rig.run_next();
+        }
         assert!(rig.is_resting(), "the victim rests after its first poll");
         rig
     }
@@ -120,6 +156,9 @@ impl Rig {
         self.local.drain();
         self.shared.drain_injector();
         drop(self.owner.lock().unwrap().take());
+        for (owner, _) in &self.sleepers {
+            drop(owner.lock().unwrap().take());
+        }
     }
 }
 
@@ -175,4 +214,24 @@ fn the_drain_at_exit_drops_a_future_in_the_handoff_slot_marked_as_polling() {
     rig.shut_down();
     assert_eq!(rig.dropped_polling(), Some(true));
     assert!(rig.victim.is_finished());
+}
+
+#[test]
+fn what_a_future_dropped_between_polls_wakes_is_queued_before_the_next_poll() {
+    // Two sleepers woken by the drop: the first into the handoff slot, pushed out of it
+    // by the second into the entries held back from the queue, which must not stay
+    // there between polls (a worker that then exits would lose them).
+    let rig = Rig::with_sleepers(2);
+    rig.victim.abort();
+    assert!(rig.local.put_resting_to_sleep());
+    assert_eq!(rig.dropped_polling(), Some(true));
+    assert!(rig.local.displaced.borrow().is_empty(), "published");
+    assert!(!rig.local.queue.is_empty(), "the first sleeper, queued");
+    let handed = rig.local.handoff.take();
+    assert!(matches!(handed, Some(super::Next::Handed(_))), "{handed:?}");
+    rig.local.handoff.set(handed);
+    // Both run, and with them the worker has nothing left.
+    rig.run_next();
+    rig.run_next();
+    assert!(rig.local.next_task().is_none());
 }
