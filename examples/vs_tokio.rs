@@ -8,6 +8,7 @@
 //! CSP_BENCH_ONLY=ping_pong,timers cargo run --release --example vs_tokio
 //! CSP_BENCH_DEADLOCK_DETECTION=off cargo run --release --example vs_tokio
 //! CSP_BENCH_WORKERS=8 cargo run --release --example vs_tokio   # 8 workers each
+//! cargo run --profile release-lto --example vs_tokio   # the build users ship
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -57,6 +58,7 @@ fn main() {
          (the two runtimes alternate)"
     );
     println!("machine: {}", machine());
+    println!("build: {}", build_profile());
     println!();
     println!(
         "{:<14} | {:>11} | {:>12} | {:>17}",
@@ -155,6 +157,23 @@ fn samples() -> usize {
 }
 
 /// The core count, and the CPU model where the OS tells it.
+/// The cargo profile this binary was built with, told by the directory cargo put it in
+/// (`target/<profile>/examples/`): `release`, or `release-lto`, the build users ship
+/// (Cargo.toml).
+fn build_profile() -> String {
+    let exe = std::env::current_exe().ok();
+    let profile = exe
+        .as_deref()
+        .and_then(|exe| exe.parent()?.parent()?.file_name()?.to_str())
+        .unwrap_or("unknown");
+    let debug = if cfg!(debug_assertions) {
+        " (debug assertions on: not a build to time)"
+    } else {
+        ""
+    };
+    format!("profile {profile}{debug}")
+}
+
 fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let model = std::fs::read_to_string("/proc/cpuinfo")
