@@ -81,6 +81,18 @@
 //! }
 //! ```
 //!
+//! # Choosing without waiting
+//!
+//! A choice that does not wait ([`Select::try_select`], `alt!` and `prialt!` with a
+//! `default` arm, an `after` arm of zero) acts on the channels' state at one moment:
+//! it fires an arm that could complete at the moment it fired, or it reports that none
+//! was ready only if there was a moment at which none could complete. Two channels of
+//! which one always holds a value (another thread moving a token between them, say)
+//! never make `default` fire. The same holds for `try_send`, `try_recv`, `len`,
+//! `is_empty` and `is_full`, each of which decides under its channel's lock, and for a
+//! `closed` arm. The argument for each shortcut that keeps a choice fast is in
+//! `src/alt/mod.rs`.
+//!
 //! # A process that blocks its thread
 //!
 //! A process that does blocking work inside `poll` (a long computation, a blocking
@@ -156,7 +168,10 @@ pub use alt::{Select, SelectFuture, Selected};
 /// - `after(duration) => ..`: fires once `duration` has passed since the alt started
 ///   with no other arm fired (at most one per alt);
 /// - `default => ..`: runs if no arm is ready right now (the alt does not wait; not
-///   together with `after`).
+///   together with `after`). The choice is linearizable, as Go's `select` with
+///   `default` and crossbeam's `try_select` are: `default` runs only if there was one
+///   moment at which no other arm could complete, whatever other threads do to the
+///   channels meanwhile (see [Choosing without waiting](crate#choosing-without-waiting)).
 ///
 /// Channel operands may be ends or references to ends; they are borrowed, never moved.
 /// `return`, `?`, `break` and `continue` in a body act on the enclosing function or loop.

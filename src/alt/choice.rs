@@ -447,11 +447,37 @@ impl Choice {
         self.waiting
     }
 
-    /// Fires the first arm that can complete now, without waiting.
+    /// Fires an arm that can complete now, without waiting; `None` only if there was a
+    /// moment at which no arm could (linearizable, `alt/mod.rs`).
+    ///
+    /// The quick pass tries the arms one channel lock at a time, and an arm ready when
+    /// tried fires: it could complete at that moment. A quick pass that fires nothing
+    /// proves nothing, since the channels may change between its tries (an arm found
+    /// empty, then filled while another is found emptied), so the answer "none" comes
+    /// from one more pass under every lock at once, the pass a waiting choice makes
+    /// before it registers: what it finds held at one moment, while it held them all.
+    #[inline]
     pub(crate) fn try_now<A: ArmSet + ?Sized>(&self, arms: &A, plan: &mut Plan) -> Option<usize> {
         debug_assert!(!self.waiting);
         let mut wakes = Wakes::default();
-        let fired = plan.try_each(arms, &self.claim, &mut wakes)?;
+        if let Some(fired) = plan.try_each(arms, &self.claim, &mut wakes) {
+            run_wakes_of(arms, fired, wakes);
+            return Some(fired);
+        }
+        self.try_locked(arms, plan)
+    }
+
+    /// The pass of [`try_now`](Self::try_now) under every lock, once its quick pass
+    /// fired nothing.
+    #[inline(never)]
+    fn try_locked<A: ArmSet + ?Sized>(&self, arms: &A, plan: &mut Plan) -> Option<usize> {
+        plan.plan_locks(arms);
+        let mut wakes = Wakes::default();
+        let held = plan.lock(arms);
+        // SAFETY: the locks are held.
+        let fired = unsafe { plan.try_arms(arms, &self.claim, &mut wakes) };
+        drop(held);
+        let fired = fired?;
         run_wakes_of(arms, fired, wakes);
         Some(fired)
     }

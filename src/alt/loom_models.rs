@@ -246,3 +246,40 @@ fn loom_leaked_alt_arm_dropped_while_a_sender_claims_it() {
         }
     });
 }
+
+/// A choice that does not wait is linearizable: it fires an arm, or there was a moment
+/// at which none could complete. Here one of two buffered channels always holds a value
+/// (crossbeam-channel's `linearizable_try`, one round): the chooser puts a value in c1
+/// and then tries c2 before c1 (a biased choice, so the order is fixed); the other side
+/// puts a value in c2 and only then takes c1's. Tried one arm at a time, c2 can be found
+/// empty and then c1 too, though one of them held a value at every moment.
+#[test]
+fn loom_try_select_is_linearizable() {
+    loom::model(|| {
+        let (tx1, rx1) = bounded::<u8>(1);
+        let (tx2, rx2) = bounded::<u8>(1);
+        let (rx1, rx2) = (Arc::new(rx1), Arc::new(rx2));
+        let other = {
+            let rx1 = rx1.clone();
+            thread::spawn(move || {
+                tx2.try_send(2).unwrap();
+                let _ = rx1.try_recv();
+            })
+        };
+        tx1.try_send(1).unwrap();
+        let mut sel = Select::new_biased();
+        let from_c2 = sel.recv(&rx2);
+        let from_c1 = sel.recv(&rx1);
+        let op = sel
+            .try_select()
+            .expect("one of the two channels held a value at every moment");
+        if op.index() == from_c2 {
+            assert_eq!(op.recv(&rx2), Ok(2));
+        } else {
+            assert_eq!(op.index(), from_c1);
+            assert_eq!(op.recv(&rx1), Ok(1));
+        }
+        drop(sel);
+        other.join().unwrap();
+    });
+}

@@ -325,6 +325,13 @@ impl<'a> Select<'a> {
 
     /// Fires an arm that is ready now, without waiting; `None` if none is.
     ///
+    /// Linearizable: `None` means there was one moment at which no arm could complete,
+    /// however other threads changed the channels meanwhile; an arm that fires could
+    /// complete at the moment it fired (see [Choosing without
+    /// waiting](crate#choosing-without-waiting)). A `try_select` that finds an arm ready
+    /// costs what a waiting choice that finds one ready does; one that finds none makes
+    /// one more pass with all its channels locked at once.
+    ///
     /// ```
     /// let (tx, rx) = csp::bounded::<u8>(1);
     /// let mut sel = csp::Select::new();
