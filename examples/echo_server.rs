@@ -3,9 +3,12 @@
 //!
 //! - An acceptor process accepts connections and hands each over a channel to the main
 //!   loop, which `alt!`s between that channel and the shutdown channel.
-//! - Each connection is two processes: a reader that turns the socket into a channel of
-//!   chunks, and the connection itself, which `alt!`s between the next chunk (echoed
-//!   back), the shutdown channel and an idle timeout (`after`).
+//! - Each connection is two processes: a reader that owns the socket's read half and
+//!   turns it into a channel of chunks, and the connection itself, which owns the write
+//!   half and `alt!`s between the next chunk (echoed back), the shutdown channel and an
+//!   idle timeout (`after`).
+//! - Out of file descriptors (`EMFILE`), the acceptor pauses and accepts again: the
+//!   server serves again as soon as clients close.
 //! - Shutdown is a channel nobody sends on: closing it (dropping its `Sender`) wakes
 //!   every `recv` on it at once, so every connection sees it.
 //!
@@ -107,7 +110,16 @@ pub async fn serve(
     let (accepted_tx, accepted) = csp::channel::<io::Result<TcpStream>>();
     let acceptor = csp::spawn(async move {
         loop {
-            let stream = listener.accept().await.map(|(stream, _)| stream);
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => Ok(stream),
+                // Out of file descriptors: connections that close make room. Neither end
+                // the loop nor spin on the error: pause, then accept again.
+                Err(err) if out_of_descriptors(&err) => {
+                    csp::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+                Err(err) => Err(err),
+            };
             if accepted_tx.send(stream).await.is_err() {
                 return; // the server stopped
             }
@@ -142,6 +154,15 @@ pub async fn serve(
     result
 }
 
+/// How long the acceptor pauses when the process is out of file descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// True for the errors of an `accept` that mean the process (or the system) has no file
+/// descriptor, or buffer, to spare right now: `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`.
+pub fn out_of_descriptors(err: &io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(23 | 24 | 105 | 12))
+}
+
 fn is_transient(err: &io::Error) -> bool {
     matches!(
         err.kind(),
@@ -160,7 +181,8 @@ async fn connection(
     _done: csp::Sender<()>,
 ) {
     let (chunks_tx, chunks) = csp::channel::<Vec<u8>>();
-    let mut reader = stream.clone();
+    // A reader process owns the read half; this process writes through the other.
+    let (mut reader, mut writer) = stream.into_split();
     // The reader ends at end of stream, on an error, or once nobody takes its chunks.
     let reader = csp::spawn(async move {
         loop {
@@ -176,7 +198,6 @@ async fn connection(
             }
         }
     });
-    let mut writer = stream.clone();
     loop {
         csp::alt! {
             recv(chunks) -> chunk => match chunk {
@@ -192,7 +213,7 @@ async fn connection(
         }
     }
     // Ends the reader's pending read, if any, and tells the client.
-    let _ = stream.shutdown(Shutdown::Both);
+    let _ = writer.stream().shutdown(Shutdown::Both);
     drop(chunks);
     let _ = reader.await;
 }

@@ -1,5 +1,5 @@
 //! A minimal HTTP/1.1 server on csp: a process per connection, sockets from `csp::net`
-//! (smol's reactor, driven by csp's workers), keep-alive, and the same fixed response
+//! (the runtime's own I/O driver), keep-alive, and the same fixed response
 //! for every request. `http_hello_tokio` is the same server on tokio, sharing the
 //! parser and the response (`shared/http.rs`); `scripts/load` runs `wrk` against both.
 //!
@@ -39,10 +39,18 @@ fn main() -> io::Result<()> {
     })
 }
 
-/// Accepts connections for ever, serving each in a process of its own.
+/// Accepts connections for ever, serving each in a process of its own. Out of file
+/// descriptors (`EMFILE`), or on any other failed accept, it pauses and accepts again:
+/// clients that close make room.
 pub async fn serve(listener: TcpListener) -> io::Result<()> {
     loop {
-        let (stream, _) = listener.accept().await?;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                csp::sleep(http::ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
         csp::spawn(async move {
             // A client that goes away mid-request is no error of the server's.
             let _ = connection(stream).await;

@@ -37,10 +37,17 @@ fn main() -> io::Result<()> {
     })
 }
 
-/// Accepts connections for ever, serving each in a task of its own.
+/// Accepts connections for ever, serving each in a task of its own; a failed accept
+/// (out of file descriptors) pauses the loop, as in `http_hello`.
 async fn serve(listener: TcpListener) -> io::Result<()> {
     loop {
-        let (stream, _) = listener.accept().await?;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                tokio::time::sleep(http::ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
         tokio::spawn(async move {
             let _ = connection(stream).await;
         });

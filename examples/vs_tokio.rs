@@ -66,6 +66,7 @@ fn main() {
     );
     println!("{:-<15}|{:-<13}|{:-<14}|{:-<18}", "", "", "", "");
     let mut per_unit = Vec::new();
+    let mut scheduling = Vec::new();
     let mut notes = Vec::new();
     let only = std::env::var("CSP_BENCH_ONLY").ok();
     let selected = |name: &str| {
@@ -90,11 +91,13 @@ fn main() {
                 workload.name
             ));
         }
+        let before = csp.metrics();
         let [csp_median, tokio_median] = compare(
             its_samples,
             || (workload.csp)(&csp),
             || (workload.tokio)(&tokio),
         );
+        let after = csp.metrics();
         println!(
             "{:<14} | {:>11} | {:>12} | {:>17.2}",
             workload.name,
@@ -110,10 +113,26 @@ fn main() {
                 per(csp_median),
                 per(tokio_median)
             ));
+            // The warm-up run and the samples.
+            let units = ((its_samples + 1) * count) as f64;
+            let per = |a: u64, b: u64| (b - a) as f64 / units;
+            scheduling.push(format!(
+                "{} per {unit}: {:.3} polls, {:.3} handoffs, {:.4} steals, {:.4} parks",
+                workload.name,
+                per(before.polls, after.polls),
+                per(before.handoffs, after.handoffs),
+                per(before.steals, after.steals),
+                per(before.parks, after.parks),
+            ));
         }
     }
     println!();
     for line in per_unit.iter().chain(&notes) {
+        println!("{line}");
+    }
+    println!();
+    println!("csp's scheduling (Metrics, over the warm-up run and the samples):");
+    for line in &scheduling {
         println!("{line}");
     }
     println!();

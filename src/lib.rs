@@ -44,7 +44,8 @@
 //! - Timers are events like any other: [`sleep`], [`timeout`], and the channels
 //!   [`after`] and [`tick`], which compose with `alt!`.
 //! - With the `io` feature (on by default), `csp::net` has sockets for processes, served
-//!   by smol's reactor, which csp's workers drive while they wait for work;
+//!   by the runtime's own I/O driver, which its workers sleep in while they wait for
+//!   work;
 //!   [`Builder::on_thread_start`] can put csp's threads in another runtime's context
 //!   (tokio's, say), and [`Sender::sink`] makes a sender a `futures::Sink`.
 //! - [`#[csp::main]`](macro@main) and [`#[csp::test]`](macro@test) run an `async fn` on
@@ -338,56 +339,8 @@ pub use csp_macros::main;
 /// ```
 pub use csp_macros::test;
 
-/// Network I/O for processes, through smol's reactor (`async-io`, `async-net`), which
-/// works under any executor; with the `io` feature (on by default).
-///
-/// csp's workers drive the reactor while they wait for work: a socket that becomes
-/// ready wakes its process on the worker that saw it, with no thread of async-io's own
-/// in the way. The types are `async-net`'s and `async-io`'s own (re-exported so that
-/// their versions match csp's); read and write them with `futures`' `AsyncReadExt` and
-/// `AsyncWriteExt`, re-exported here too. A process waiting on a socket is never
-/// reported as deadlocked: the reactor holds its waker.
-///
-/// ```
-/// use csp::net::{AsyncReadExt, AsyncWriteExt, TcpListener, TcpStream};
-///
-/// #[csp::main(worker_threads = 2)]
-/// async fn main() -> std::io::Result<()> {
-///     let listener = TcpListener::bind("127.0.0.1:0").await?;
-///     let addr = listener.local_addr()?;
-///     // A process per connection, echoing what it reads.
-///     csp::spawn(async move {
-///         let (mut conn, _) = listener.accept().await?;
-///         let mut buf = [0; 64];
-///         let n = conn.read(&mut buf).await?;
-///         conn.write_all(&buf[..n]).await?;
-///         std::io::Result::Ok(())
-///     });
-///     let mut client = TcpStream::connect(addr).await?;
-///     client.write_all(b"ping").await?;
-///     let mut reply = [0; 4];
-///     client.read_exact(&mut reply).await?;
-///     assert_eq!(&reply, b"ping");
-///     Ok(())
-/// }
-/// ```
 #[cfg(all(feature = "io", not(loom)))]
-pub mod net {
-    pub use async_io::Async;
-    #[cfg(unix)]
-    pub use async_net::unix;
-    pub use async_net::{
-        AsyncToSocketAddrs, Incoming, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket,
-    };
-    pub use futures::io::{
-        AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
-    };
-
-    /// The `async-io` crate csp drives (its `Async`, `Timer`, `block_on`).
-    pub use async_io;
-    /// The `async-net` crate whose sockets this module re-exports.
-    pub use async_net;
-}
+pub mod net;
 
 /// What the macros expand to; not part of the API.
 #[doc(hidden)]

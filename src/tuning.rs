@@ -114,27 +114,27 @@ pub(crate) const TIMER_FIRE_BATCH: usize = 32;
 /// channel reported without its waiters a sign of a lock held far too long.
 pub(crate) const CENSUS_SURVEY_ROUNDS: usize = 64;
 
-/// With the `io` feature, a busy worker checks whether to poll the I/O reactor without
+/// With the `io` feature, a busy worker checks whether to poll the I/O driver without
 /// blocking after this many rounds of its loop in a row without parking, and polls it if
-/// [`REACTOR_POLL_PERIOD`] has passed since it last did. 61, as
+/// [`DRIVER_POLL_PERIOD`] has passed since it last did. 61, as
 /// [`GLOBAL_QUEUE_INTERVAL`] and tokio's default `event_interval`: one clock reading per
 /// 61 processes run is lost in their cost.
 #[cfg(all(feature = "io", not(loom)))]
-pub(crate) const REACTOR_POLL_INTERVAL: u32 = 61;
+pub(crate) const DRIVER_POLL_INTERVAL: u32 = 61;
 
 /// With the `io` feature, the least time between two of a busy worker's polls of the I/O
-/// reactor without blocking, so sockets are served while no worker parks. Such a poll
-/// (async-io's `react` with a zero timeout) is five system calls: `timerfd_settime`,
-/// `epoll_ctl` twice, `epoll_wait` and an eventfd `read`, 2-3 µs on the bench machine.
-/// Made every 61 rounds, it took 35% of a busy worker's time on one worker: ping_pong
-/// (`examples/instructions`, 10M round trips, the reactor free) took 146 ns a round trip,
-/// against 90 without the `io` feature; at 50, 200 and 1000 µs alike it took 93. At
-/// 100 µs a poll costs at most about 3% of a busy worker's time, and a ready socket waits
-/// at most that long (plus the poll under way) while every worker is busy; async-io's
-/// own thread takes the reactor over sooner when no worker drives it for 50 µs or more.
-/// `scripts/load` (wrk, 50 and 500 connections, 2 workers) measured 0, 100 and 1000 µs
-/// alike within its noise (100-111k requests/s, p99 1.8-2.4 ms at 50 connections), and
-/// so did a socket echo's round trip with every worker kept busy (14 µs at 2 workers, 145
-/// at 1, where the spinning processes ahead of it set the pace).
+/// driver without blocking, so sockets are served while no worker parks. Measured when
+/// csp drove smol's reactor, whose zero-timeout poll was five system calls (2-3 µs):
+/// made every 61 rounds it took 35% of a busy worker's time, at 50, 200 and 1000 µs the
+/// cost was lost in the noise, and `scripts/load` measured 0, 100 and 1000 µs alike. The
+/// driver's own zero-timeout poll is one `epoll_wait`, and only while no parked worker
+/// holds the driver; 100 µs bounds how long a ready socket waits while every worker is
+/// busy.
 #[cfg(all(feature = "io", not(loom)))]
-pub(crate) const REACTOR_POLL_PERIOD: Duration = Duration::from_micros(100);
+pub(crate) const DRIVER_POLL_PERIOD: Duration = Duration::from_micros(100);
+
+/// Events the I/O driver takes from one `epoll_wait`, its buffer allocated once. More
+/// wait for the next poll, which comes at once (the holder runs what the first batch
+/// woke, then polls again), so the size only bounds one batch; tokio takes 1024 too.
+#[cfg(all(feature = "io", not(loom)))]
+pub(crate) const DRIVER_EVENTS: usize = 1024;

@@ -593,32 +593,113 @@ fn entry_points_run() {
     entry_points::main_result().unwrap();
 }
 
-/// `csp::net` (the `io` feature): async-net's sockets and async-io's `Async`, the very
-/// types of those crates (also re-exported), and `futures`' I/O traits.
+/// `csp::net` (the `io` feature): csp's own sockets on the runtime's I/O driver, with
+/// the paths and names they had when they were async-net's, and `futures`' I/O traits.
 #[cfg(feature = "io")]
 #[allow(dead_code)]
 fn net_items() {
     use csp::net::{
-        Async, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncToSocketAddrs, AsyncWrite,
-        AsyncWriteExt, BufReader, Incoming, Shutdown, SocketAddr, TcpListener, TcpStream,
-        UdpSocket, async_io, async_net,
+        AsyncBufReadExt, AsyncFd, AsyncFdReadyGuard, AsyncRead, AsyncReadExt, AsyncToSocketAddrs,
+        AsyncWrite, AsyncWriteExt, BufReader, Incoming, ReadHalf, Shutdown, SocketAddr, Split,
+        TcpListener, TcpStream, ToSocketAddrs, TryIoError, UdpSocket, WriteHalf,
     };
+    use std::future::Future;
+    use std::io;
 
-    let _: fn(TcpListener) -> async_net::TcpListener = std::convert::identity;
-    let _: fn(TcpStream) -> async_net::TcpStream = std::convert::identity;
-    let _: fn(UdpSocket) -> async_net::UdpSocket = std::convert::identity;
-    let _: fn(Async<std::net::TcpStream>) -> async_io::Async<std::net::TcpStream> =
-        std::convert::identity;
     let _: fn(Shutdown) -> std::net::Shutdown = std::convert::identity;
     let _: fn(SocketAddr) -> std::net::SocketAddr = std::convert::identity;
-    #[cfg(unix)]
-    let _: fn(csp::net::unix::UnixStream) -> async_net::unix::UnixStream = std::convert::identity;
     fn io<T: AsyncRead + AsyncWrite + AsyncReadExt + AsyncWriteExt + Send + Sync + Unpin>() {}
     io::<TcpStream>();
+    io::<&'static TcpStream>();
+    io::<ReadHalf<TcpStream>>();
+    io::<WriteHalf<TcpStream>>();
     fn buffered<T: AsyncBufReadExt>() {}
     buffered::<BufReader<TcpStream>>();
-    fn addrs<T: AsyncToSocketAddrs>() {}
+    fn addrs<T: ToSocketAddrs + AsyncToSocketAddrs>() {}
     addrs::<&str>();
-    fn incoming<T: futures::Stream<Item = std::io::Result<TcpStream>>>() {}
+    addrs::<String>();
+    addrs::<SocketAddr>();
+    addrs::<(&str, u16)>();
+    fn split<S: Split>()
+    where
+        for<'a> &'a S: AsyncRead + AsyncWrite,
+    {
+    }
+    split::<TcpStream>();
+    fn incoming<T: futures::Stream<Item = io::Result<TcpStream>>>() {}
     incoming::<Incoming<'static>>();
+    fn send<F: Future + Send>(_: F) {}
+
+    let _: fn(std::net::TcpListener) -> io::Result<TcpListener> = TcpListener::from_std;
+    let _: fn(TcpListener) -> io::Result<std::net::TcpListener> = TcpListener::into_std;
+    let _: fn(&TcpListener) -> io::Result<SocketAddr> = TcpListener::local_addr;
+    let _: fn(&TcpListener) -> Incoming<'_> = TcpListener::incoming;
+    send(TcpListener::bind("127.0.0.1:0"));
+    send(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let (stream, _peer): (TcpStream, SocketAddr) = listener.accept().await?;
+        io::Result::Ok(stream)
+    });
+
+    let _: fn(std::net::TcpStream) -> io::Result<TcpStream> = TcpStream::from_std;
+    let _: fn(TcpStream) -> io::Result<std::net::TcpStream> = TcpStream::into_std;
+    let _: fn(TcpStream) -> (ReadHalf<TcpStream>, WriteHalf<TcpStream>) = TcpStream::into_split;
+    let _: fn(&TcpStream) -> io::Result<SocketAddr> = TcpStream::local_addr;
+    let _: fn(&TcpStream) -> io::Result<SocketAddr> = TcpStream::peer_addr;
+    let _: fn(&TcpStream, bool) -> io::Result<()> = TcpStream::set_nodelay;
+    let _: fn(&TcpStream) -> io::Result<bool> = TcpStream::nodelay;
+    let _: fn(&TcpStream, Shutdown) -> io::Result<()> = TcpStream::shutdown;
+    let _: fn(ReadHalf<TcpStream>, WriteHalf<TcpStream>) -> Result<TcpStream, _> =
+        ReadHalf::reunite;
+    send(TcpStream::connect("127.0.0.1:1"));
+    send(async {
+        let stream = TcpStream::connect(("localhost", 1)).await?;
+        let mut buf = [0; 4];
+        stream.peek(&mut buf).await
+    });
+
+    let _: fn(std::net::UdpSocket) -> io::Result<UdpSocket> = UdpSocket::from_std;
+    let _: fn(UdpSocket) -> io::Result<std::net::UdpSocket> = UdpSocket::into_std;
+    send(async {
+        let socket = UdpSocket::bind("127.0.0.1:0").await?;
+        socket.connect("127.0.0.1:9").await?;
+        let mut buf = [0; 4];
+        let _: usize = socket.send(b"x").await?;
+        let _: usize = socket.recv(&mut buf).await?;
+        let _: usize = socket.send_to(b"x", "127.0.0.1:9").await?;
+        let _: (usize, SocketAddr) = socket.recv_from(&mut buf).await?;
+        let _: (usize, SocketAddr) = socket.peek_from(&mut buf).await?;
+        io::Result::Ok(())
+    });
+
+    #[cfg(unix)]
+    {
+        use csp::net::unix::{UnixDatagram, UnixListener, UnixStream};
+        let _: fn(&'static str) -> io::Result<UnixListener> = UnixListener::bind::<&'static str>;
+        let _: fn() -> io::Result<(UnixStream, UnixStream)> = UnixStream::pair;
+        let _: fn() -> io::Result<(UnixDatagram, UnixDatagram)> = UnixDatagram::pair;
+        let _: fn(UnixStream) -> (ReadHalf<UnixStream>, WriteHalf<UnixStream>) =
+            UnixStream::into_split;
+        io::<UnixStream>();
+        send(UnixStream::connect("/tmp/x"));
+        send(async {
+            let listener = UnixListener::bind("/tmp/x")?;
+            let (_stream, _addr): (UnixStream, csp::net::unix::SocketAddr) =
+                listener.accept().await?;
+            io::Result::Ok(())
+        });
+
+        let _: fn(
+            std::os::unix::net::UnixStream,
+        ) -> io::Result<AsyncFd<std::os::unix::net::UnixStream>> = AsyncFd::new;
+        send(async {
+            let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+            let fd = AsyncFd::new(a)?;
+            let mut guard: AsyncFdReadyGuard<'_, _> = fd.readable().await?;
+            let _: Result<io::Result<usize>, TryIoError> = guard.try_io(|_| Ok(0));
+            guard.clear_ready();
+            let _guard = fd.writable().await?;
+            io::Result::Ok(())
+        });
+    }
 }

@@ -21,6 +21,10 @@ const MAX_HEADERS: usize = 32;
 /// How many bytes one read asks for.
 pub const READ_CHUNK: usize = 4096;
 
+/// How long an accept loop pauses after a failed accept (out of file descriptors, say)
+/// before it accepts again.
+pub const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
+
 const BAD_REQUEST: &[u8] =
     b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 

@@ -13,7 +13,9 @@
 //! - `metrics.rs`, `info.rs`: counters and process dumps;
 //! - `deadlock.rs`: deadlock detection;
 //! - `wait_graph.rs`: who waits on what, as a Graphviz picture;
-//! - `timer/`: the timer driver, one wheel per runtime, advanced by its workers.
+//! - `timer/`: the timer driver, one wheel per runtime, advanced by its workers;
+//! - `driver/` (feature `io`): the I/O driver, one `mio::Poll` per runtime, which its
+//!   parked workers sleep in.
 //!
 //! May use: `wait` (the parker of `block_on`, wait records), `task` (it implements the
 //! process layer's `Scheduler`) and below. Knows no channel, choice or user-facing timer:
@@ -25,6 +27,8 @@ mod builder;
 pub(crate) mod context;
 mod deadlock;
 mod default;
+#[cfg(feature = "io")]
+pub(crate) mod driver;
 mod handle;
 mod hooks;
 mod idle;

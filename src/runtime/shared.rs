@@ -10,6 +10,8 @@ use crate::id::next_process_id;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::runtime::blocking::{BlockingPool, BlockingTask};
+#[cfg(all(feature = "io", not(loom)))]
+use crate::runtime::driver::Driver;
 use crate::runtime::hooks::ThreadHooks;
 use crate::runtime::idle::Idle;
 use crate::runtime::latch::Latch;
@@ -49,6 +51,10 @@ pub(crate) struct Shared {
     pub(super) main_futures: AtomicUsize,
     /// Run by each worker and blocking-pool thread as it starts and as it exits.
     hooks: ThreadHooks,
+    /// The I/O driver, made when the first source registers: a runtime that never
+    /// touches a socket keeps no poll, no file descriptor for it.
+    #[cfg(all(feature = "io", not(loom)))]
+    io: std::sync::OnceLock<Driver>,
 }
 
 impl Scheduler for Shared {
@@ -113,6 +119,8 @@ impl Shared {
             deadlock_grace,
             main_futures: AtomicUsize::new(0),
             hooks,
+            #[cfg(all(feature = "io", not(loom)))]
+            io: std::sync::OnceLock::new(),
         });
         (shared, queues)
     }
@@ -155,6 +163,38 @@ impl Shared {
 
     pub(crate) fn timers(&self) -> &Timers {
         &self.timers
+    }
+
+    /// The I/O driver, if a source has registered.
+    #[cfg(all(feature = "io", not(loom)))]
+    #[inline]
+    pub(crate) fn io(&self) -> Option<&Driver> {
+        self.io.get()
+    }
+
+    /// The I/O driver, made now if no source has registered yet.
+    #[cfg(all(feature = "io", not(loom)))]
+    pub(crate) fn io_driver(&self) -> std::io::Result<&Driver> {
+        if let Some(driver) = self.io.get() {
+            return Ok(driver);
+        }
+        let made = Driver::new()?;
+        let mut fresh = false;
+        let driver = self.io.get_or_init(|| {
+            fresh = true;
+            made
+        });
+        if fresh {
+            // SeqCst, with the fence in `begin_shutdown`: either that sees this driver
+            // and shuts it down, or this sees the shutdown.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+            if self.is_shutdown() {
+                driver.shut_down();
+            }
+            // Every worker may be asleep outside it: one wakes, and next parks in it.
+            self.idle.notify_work();
+        }
+        Ok(driver)
     }
 
     pub(crate) fn counters(&self, worker: usize) -> &WorkerCounters {
@@ -343,6 +383,14 @@ impl Shared {
         self.idle.notify_all();
         self.blocking.shutdown();
         self.timers.shutdown();
+        #[cfg(all(feature = "io", not(loom)))]
+        {
+            // SeqCst: see `io_driver`.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+            if let Some(driver) = self.io.get() {
+                driver.shut_down();
+            }
+        }
         true
     }
 

@@ -1,0 +1,197 @@
+//! Any other file descriptor a process must wait on: a pipe, a terminal, an eventfd, a
+//! socket of another library.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::task::{Context, Poll, ready};
+
+use mio::unix::SourceFd;
+
+use crate::runtime::driver::readiness::Direction;
+use crate::runtime::driver::{ReadyGuard, Registration};
+
+/// A file descriptor registered with its runtime's I/O driver, for a process to wait
+/// until it is readable or writable and then run its own non-blocking system call.
+///
+/// The descriptor must be in non-blocking mode. Wait with
+/// [`readable`](AsyncFd::readable) or [`writable`](AsyncFd::writable), run the call
+/// through the guard's [`try_io`](AsyncFdReadyGuard::try_io), and wait again if it says
+/// the call would block:
+///
+/// ```
+/// # csp::block_on(async {
+/// use std::io::{Read, Write};
+/// use std::os::unix::net::UnixStream;
+/// use csp::net::AsyncFd;
+///
+/// let (mut a, b) = UnixStream::pair()?;
+/// b.set_nonblocking(true)?;
+/// let b = AsyncFd::new(b)?;
+/// a.write_all(b"ready")?;
+/// let mut buf = [0; 5];
+/// let n = loop {
+///     let mut guard = b.readable().await?;
+///     match guard.try_io(|fd| fd.get_ref().read(&mut buf)) {
+///         Ok(result) => break result?,
+///         Err(_would_block) => continue,
+///     }
+/// };
+/// assert_eq!(&buf[..n], b"ready");
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
+pub struct AsyncFd<T: AsRawFd> {
+    registration: Registration,
+    fd: RawFd,
+    /// `None` only once `into_inner` took it.
+    inner: Option<T>,
+}
+
+impl<T: AsRawFd> AsyncFd<T> {
+    /// Registers `inner`'s descriptor (non-blocking) with the driver of the runtime this
+    /// thread is in, or of the default runtime.
+    pub fn new(inner: T) -> io::Result<AsyncFd<T>> {
+        let fd = inner.as_raw_fd();
+        let registration = Registration::new(&mut SourceFd(&fd))?;
+        Ok(AsyncFd {
+            registration,
+            fd,
+            inner: Some(inner),
+        })
+    }
+
+    /// The value whose descriptor is registered.
+    pub fn get_ref(&self) -> &T {
+        self.inner.as_ref().expect("taken only by into_inner")
+    }
+
+    /// The value whose descriptor is registered.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.inner.as_mut().expect("taken only by into_inner")
+    }
+
+    /// Leaves the driver and gives the value back.
+    pub fn into_inner(mut self) -> T {
+        self.registration.deregister(&mut SourceFd(&self.fd));
+        self.inner.take().expect("taken once")
+    }
+
+    /// Waits until the descriptor may be readable.
+    pub async fn readable(&self) -> io::Result<AsyncFdReadyGuard<'_, T>> {
+        std::future::poll_fn(|cx| self.poll_read_ready(cx)).await
+    }
+
+    /// Waits until the descriptor may be writable.
+    pub async fn writable(&self) -> io::Result<AsyncFdReadyGuard<'_, T>> {
+        std::future::poll_fn(|cx| self.poll_write_ready(cx)).await
+    }
+
+    /// Polls for read readiness (for a hand-written future).
+    pub fn poll_read_ready(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<AsyncFdReadyGuard<'_, T>>> {
+        self.poll_ready(cx, Direction::Read)
+    }
+
+    /// Polls for write readiness (for a hand-written future).
+    pub fn poll_write_ready(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<AsyncFdReadyGuard<'_, T>>> {
+        self.poll_ready(cx, Direction::Write)
+    }
+
+    fn poll_ready(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+    ) -> Poll<io::Result<AsyncFdReadyGuard<'_, T>>> {
+        let ready = ready!(self.registration.poll_ready(cx, direction))?;
+        Poll::Ready(Ok(AsyncFdReadyGuard {
+            fd: self,
+            ready: Some(ready),
+        }))
+    }
+}
+
+impl<T: AsRawFd> Drop for AsyncFd<T> {
+    fn drop(&mut self) {
+        if self.inner.is_some() {
+            self.registration.deregister(&mut SourceFd(&self.fd));
+        }
+    }
+}
+
+impl<T: AsRawFd> AsRawFd for AsyncFd<T> {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd
+    }
+}
+
+impl<T: AsRawFd + std::fmt::Debug> std::fmt::Debug for AsyncFd<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncFd")
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+/// What [`AsyncFd::readable`] and [`AsyncFd::writable`] return: the readiness seen, to
+/// clear once the call it let through would block.
+pub struct AsyncFdReadyGuard<'a, T: AsRawFd> {
+    fd: &'a AsyncFd<T>,
+    /// `None` once cleared.
+    ready: Option<ReadyGuard<'a>>,
+}
+
+/// The call [`AsyncFdReadyGuard::try_io`] ran would block: the readiness is cleared;
+/// wait again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TryIoError(());
+
+impl std::fmt::Display for TryIoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the operation would block")
+    }
+}
+
+impl std::error::Error for TryIoError {}
+
+impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
+    /// The descriptor's owner.
+    pub fn get_ref(&self) -> &'a AsyncFd<T> {
+        self.fd
+    }
+
+    /// Says the descriptor is not ready after all (a call got `WouldBlock`): the next
+    /// wait waits for a new event. An event that came since this guard's wait is kept.
+    pub fn clear_ready(&mut self) {
+        if let Some(ready) = self.ready.take() {
+            ready.clear();
+        }
+    }
+
+    /// Runs `f`, a non-blocking call on the descriptor: its result, or `Err(TryIoError)`
+    /// if it would block, in which case the readiness is cleared.
+    pub fn try_io<R>(
+        &mut self,
+        f: impl FnOnce(&'a AsyncFd<T>) -> io::Result<R>,
+    ) -> Result<io::Result<R>, TryIoError> {
+        match f(self.fd) {
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                self.clear_ready();
+                Err(TryIoError(()))
+            }
+            result => Ok(result),
+        }
+    }
+}
+
+impl<T: AsRawFd> std::fmt::Debug for AsyncFdReadyGuard<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncFdReadyGuard")
+            .field("fd", &self.fd.fd)
+            .field("cleared", &self.ready.is_none())
+            .finish()
+    }
+}

@@ -1,0 +1,119 @@
+//! `futures`' `AsyncRead` and `AsyncWrite` for a stream socket (`TcpStream`,
+//! `UnixStream`) and for a shared reference to it: each read or write is the
+//! non-blocking system call, retried on the driver's next readiness after `WouldBlock`;
+//! nothing is buffered, so a flush has nothing to do, and closing shuts the writing side
+//! down.
+
+/// Implements the I/O traits for `$ty`, which has a field `io: Evented<M>` with `&M:
+/// Read + Write`, and a `shutdown(&self, Shutdown) -> io::Result<()>`.
+macro_rules! stream_io {
+    ($ty:ty) => {
+        impl $ty {
+            fn poll_read_ref(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Read;
+                self.io.poll_read_with(cx, |mut io| io.read(buf))
+            }
+
+            fn poll_read_vectored_ref(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Read;
+                self.io.poll_read_with(cx, |mut io| io.read_vectored(bufs))
+            }
+
+            fn poll_write_ref(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Write;
+                self.io.poll_write_with(cx, |mut io| io.write(buf))
+            }
+
+            fn poll_write_vectored_ref(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Write;
+                self.io.poll_write_with(cx, |mut io| io.write_vectored(bufs))
+            }
+
+            /// Shuts the writing side down; a connection the peer already closed is no
+            /// error.
+            pub(crate) fn shutdown_write(&self) -> std::io::Result<()> {
+                match self.shutdown(std::net::Shutdown::Write) {
+                    Err(err) if err.kind() == std::io::ErrorKind::NotConnected => Ok(()),
+                    other => other,
+                }
+            }
+        }
+
+        $crate::net::stream_io::stream_io!(@traits $ty, |this| this);
+        $crate::net::stream_io::stream_io!(@traits &$ty, |this| *this);
+    };
+    (@traits $ty:ty, |$this:ident| $stream:expr) => {
+        impl futures::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $stream.poll_read_ref(cx, buf)
+            }
+
+            fn poll_read_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $stream.poll_read_vectored_ref(cx, bufs)
+            }
+        }
+
+        impl futures::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $stream.poll_write_ref(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $stream.poll_write_vectored_ref(cx, bufs)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let $this = &*self;
+                std::task::Poll::Ready($stream.shutdown_write())
+            }
+        }
+    };
+}
+
+pub(crate) use stream_io;

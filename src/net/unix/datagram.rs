@@ -1,0 +1,126 @@
+//! A Unix domain datagram socket.
+
+use std::io;
+use std::net::Shutdown;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, RawFd};
+use std::os::unix::net::SocketAddr;
+use std::path::Path;
+
+use crate::net::evented::Evented;
+
+/// A Unix domain datagram socket, registered with its runtime's I/O driver.
+///
+/// ```
+/// # csp::block_on(async {
+/// use csp::net::unix::UnixDatagram;
+///
+/// let (a, b) = UnixDatagram::pair()?;
+/// a.send(b"one").await?;
+/// let mut buf = [0; 8];
+/// assert_eq!(b.recv(&mut buf).await?, 3);
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
+pub struct UnixDatagram {
+    io: Evented<mio::net::UnixDatagram>,
+}
+
+impl UnixDatagram {
+    /// Binds to the socket file at `path`.
+    pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixDatagram> {
+        UnixDatagram::from_mio(mio::net::UnixDatagram::bind(path)?)
+    }
+
+    /// A socket bound to no address.
+    pub fn unbound() -> io::Result<UnixDatagram> {
+        UnixDatagram::from_mio(mio::net::UnixDatagram::unbound()?)
+    }
+
+    /// A pair of connected sockets.
+    pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
+        let (a, b) = mio::net::UnixDatagram::pair()?;
+        Ok((UnixDatagram::from_mio(a)?, UnixDatagram::from_mio(b)?))
+    }
+
+    fn from_mio(socket: mio::net::UnixDatagram) -> io::Result<UnixDatagram> {
+        Ok(UnixDatagram {
+            io: Evented::new(socket)?,
+        })
+    }
+
+    /// Takes over a socket of the standard library, made non-blocking here.
+    pub fn from_std(socket: std::os::unix::net::UnixDatagram) -> io::Result<UnixDatagram> {
+        socket.set_nonblocking(true)?;
+        UnixDatagram::from_mio(mio::net::UnixDatagram::from_std(socket))
+    }
+
+    /// Leaves the driver and gives the socket back to the standard library, blocking
+    /// again.
+    pub fn into_std(self) -> io::Result<std::os::unix::net::UnixDatagram> {
+        let mio = self.io.into_inner();
+        // SAFETY: the descriptor is mio's socket's, whose ownership passes here.
+        let std = unsafe { std::os::unix::net::UnixDatagram::from_raw_fd(mio.into_raw_fd()) };
+        std.set_nonblocking(false)?;
+        Ok(std)
+    }
+
+    /// Sets the default peer to the socket file at `path`.
+    pub fn connect<P: AsRef<Path>>(&self, path: P) -> io::Result<()> {
+        self.io.get().connect(path)
+    }
+
+    /// Sends `buf` to the connected peer.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.write_with(|socket| socket.send(buf)).await
+    }
+
+    /// Receives one datagram from the connected peer.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.read_with(|socket| socket.recv(buf)).await
+    }
+
+    /// Sends `buf` to the socket file at `path`.
+    pub async fn send_to<P: AsRef<Path>>(&self, buf: &[u8], path: P) -> io::Result<usize> {
+        let path = path.as_ref();
+        self.io.write_with(|socket| socket.send_to(buf, path)).await
+    }
+
+    /// Receives one datagram: its length and its sender.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.io.read_with(|socket| socket.recv_from(buf)).await
+    }
+
+    /// Shuts the reading side, the writing side, or both down.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.io.get().shutdown(how)
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get().local_addr()
+    }
+
+    /// The connected peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get().peer_addr()
+    }
+}
+
+impl AsRawFd for UnixDatagram {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.get().as_raw_fd()
+    }
+}
+
+impl AsFd for UnixDatagram {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.get().as_fd()
+    }
+}
+
+impl std::fmt::Debug for UnixDatagram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnixDatagram")
+            .field("fd", &self.as_raw_fd())
+            .finish()
+    }
+}

@@ -1,0 +1,36 @@
+//! The I/O driver: sockets and other file descriptors registered with the runtime's own
+//! `mio::Poll`, whose readiness wakes the processes waiting on them (DESIGN.md, "I/O
+//! driver").
+//!
+//! - `readiness.rs`: the readiness word of one source (start reading here);
+//! - `waker_slot.rs`: the waker of the task waiting in one direction, taken by the driver
+//!   with no lock;
+//! - `scheduled_io.rs`: one source's readiness and waker slots;
+//! - `driver.rs`: the poll, held by one worker at a time, and the registry of sources;
+//! - `registration.rs`: what an I/O type holds: waiting for readiness and retrying its
+//!   system call.
+//!
+//! A worker with nothing to do holds the driver, if no other worker does, and sleeps in
+//! its poll until an event, the timer wheel's next deadline, or a notification
+//! (`worker/park.rs`); a busy runtime polls it without waiting at a bounded interval.
+//! The lock-free parts (readiness word, waker slot) are loom-modelled; the poll itself
+//! is left out of loom builds.
+
+// Under loom only the models use the lock-free parts; the poll that uses them is out.
+#![cfg_attr(loom, allow(dead_code))]
+
+#[cfg(not(loom))]
+#[allow(clippy::module_inception)] // the file is named after the concept it holds
+mod driver;
+#[cfg(all(test, loom))]
+mod loom_models;
+pub(crate) mod readiness;
+#[cfg(not(loom))]
+mod registration;
+pub(crate) mod scheduled_io;
+mod waker_slot;
+
+#[cfg(not(loom))]
+pub(crate) use driver::Driver;
+#[cfg(not(loom))]
+pub(crate) use registration::{ReadyGuard, Registration};

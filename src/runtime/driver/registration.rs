@@ -1,0 +1,104 @@
+//! A source registered with a runtime's driver: how an I/O type (`crate::net`) waits for
+//! readiness and runs its system calls.
+
+use std::io;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use mio::event::Source;
+
+use crate::loom::sync::Arc as SharedArc;
+use crate::runtime::driver::driver::shut_down_error;
+use crate::runtime::driver::readiness::Direction;
+use crate::runtime::driver::scheduled_io::ScheduledIo;
+use crate::runtime::{Shared, context, default};
+
+/// One registered source: its state in the driver, and the runtime whose driver it is
+/// (kept alive as long as the source is).
+pub(crate) struct Registration {
+    io: Arc<ScheduledIo>,
+    shared: SharedArc<Shared>,
+}
+
+impl Registration {
+    /// Registers `source` with the driver of the runtime this thread is in, or of the
+    /// default runtime outside any.
+    pub(crate) fn new(source: &mut impl Source) -> io::Result<Registration> {
+        let shared = match context::current_handle() {
+            Some(handle) => handle.shared,
+            None => default::shared().clone(),
+        };
+        let io = shared.io_driver()?.register(source)?;
+        Ok(Registration { io, shared })
+    }
+
+    /// Deregisters `source` (the one this registration was made for), before it closes.
+    pub(crate) fn deregister(&self, source: &mut impl Source) {
+        if let Ok(driver) = self.shared.io_driver() {
+            driver.deregister(source, &self.io);
+        }
+        self.io.release_wakers();
+    }
+
+    /// Runs `op`, a non-blocking system call in `direction`, once the source is ready for
+    /// it; on `WouldBlock`, waits for the next readiness and tries again. The task is
+    /// woken when the driver sees the source ready.
+    pub(crate) fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+        mut op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            let seen = ready!(self.io.poll_ready(cx, direction));
+            match op() {
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    if seen.is_shut_down() {
+                        return Poll::Ready(Err(shut_down_error()));
+                    }
+                    // Cleared: wait for the next event (the store of the waker comes with
+                    // the next `poll_ready`). Not cleared: a newer event stands, try again.
+                    let _ = self.io.clear(seen);
+                }
+                result => return Poll::Ready(result),
+            }
+        }
+    }
+
+    /// `Ready` once the source may be ready in `direction` (for `AsyncFd`, whose user
+    /// runs the system call and says whether it would block).
+    pub(crate) fn poll_ready(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+    ) -> Poll<io::Result<ReadyGuard<'_>>> {
+        let seen = ready!(self.io.poll_ready(cx, direction));
+        if seen.is_shut_down() {
+            return Poll::Ready(Err(shut_down_error()));
+        }
+        Poll::Ready(Ok(ReadyGuard { io: &self.io, seen }))
+    }
+}
+
+/// The readiness one wait saw: [`clear`](ReadyGuard::clear) it once the operation it let
+/// through would block.
+pub(crate) struct ReadyGuard<'a> {
+    io: &'a ScheduledIo,
+    seen: crate::runtime::driver::readiness::Seen,
+}
+
+impl ReadyGuard<'_> {
+    /// The operation got `WouldBlock`: the readiness seen is cleared unless a newer
+    /// event came since.
+    pub(crate) fn clear(self) {
+        let _ = self.io.clear(self.seen);
+    }
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("io", &self.io)
+            .finish()
+    }
+}

@@ -1,0 +1,134 @@
+//! What the driver keeps for one registered I/O source: its readiness word and the waker
+//! slot of each direction. Its address is the source's token in the driver's poll.
+//!
+//! An operation waits for readiness in its direction ([`poll_ready`](ScheduledIo::poll_ready)),
+//! tries the system call, and on `WouldBlock` clears what it saw
+//! ([`clear`](ScheduledIo::clear)) and waits again. The driver reports events
+//! ([`dispatch`](ScheduledIo::dispatch)): it sets the readiness word, then wakes the
+//! directions that became ready. A waiting operation stores its waker, then looks at the
+//! readiness word once more, so an event between its first look and its store is seen by
+//! that second look or finds the waker (`waker_slot.rs`).
+
+use std::task::{Context, Poll};
+
+use crate::runtime::driver::readiness::{
+    Direction, ERROR, READ_CLOSED, READABLE, Readiness, Seen, WRITABLE, WRITE_CLOSED,
+};
+use crate::runtime::driver::waker_slot::WakerSlot;
+
+/// The driver's state for one source.
+#[derive(Debug)]
+pub(crate) struct ScheduledIo {
+    readiness: Readiness,
+    reader: WakerSlot,
+    writer: WakerSlot,
+}
+
+impl ScheduledIo {
+    pub(crate) fn new() -> ScheduledIo {
+        ScheduledIo {
+            readiness: Readiness::new(),
+            reader: WakerSlot::new(),
+            writer: WakerSlot::new(),
+        }
+    }
+
+    fn slot(&self, direction: Direction) -> &WakerSlot {
+        match direction {
+            Direction::Read => &self.reader,
+            Direction::Write => &self.writer,
+        }
+    }
+
+    /// `Ready` with what it saw once an operation in `direction` may go ahead; else the
+    /// task's waker is stored, for the driver to wake.
+    pub(crate) fn poll_ready(&self, cx: &mut Context<'_>, direction: Direction) -> Poll<Seen> {
+        if let Some(seen) = self.readiness.seen(direction) {
+            return Poll::Ready(seen);
+        }
+        self.slot(direction).store(cx.waker());
+        // Again: an event may have come between the first look and the store.
+        match self.readiness.seen(direction) {
+            Some(seen) => Poll::Ready(seen),
+            None => Poll::Pending,
+        }
+    }
+
+    /// What an operation that acted on `seen` and got `WouldBlock` calls: true if the
+    /// readiness it saw is cleared and it may wait, false if a newer event stands and it
+    /// should try again.
+    #[must_use]
+    pub(crate) fn clear(&self, seen: Seen) -> bool {
+        self.readiness.clear(seen)
+    }
+
+    /// The driver's report for this source, from poll `tick`: `ready` (bits of
+    /// `readiness.rs`) is recorded, then each direction it ends a wait in is woken.
+    pub(crate) fn dispatch(&self, ready: usize, tick: usize) {
+        self.readiness.set(ready, tick);
+        if ready & (READABLE | READ_CLOSED | ERROR) != 0 {
+            self.reader.wake();
+        }
+        if ready & (WRITABLE | WRITE_CLOSED | ERROR) != 0 {
+            self.writer.wake();
+        }
+    }
+
+    /// The driver is gone: every waiting operation is woken to find out.
+    pub(crate) fn shut_down(&self) {
+        self.readiness.shut_down();
+        self.reader.wake();
+        self.writer.wake();
+    }
+
+    /// The source is deregistered: its wakers are dropped.
+    pub(crate) fn release_wakers(&self) {
+        self.reader.clear();
+        self.writer.clear();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Wake, Waker};
+
+    use super::*;
+
+    struct Counter(AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_wait_ends_with_the_event_of_its_direction() {
+        let io = ScheduledIo::new();
+        let counter = Arc::new(Counter(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(io.poll_ready(&mut cx, Direction::Read).is_pending());
+        io.dispatch(WRITABLE, 1);
+        assert_eq!(
+            counter.0.load(Ordering::SeqCst),
+            0,
+            "a write event wakes no reader"
+        );
+        io.dispatch(READABLE, 2);
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+        let Poll::Ready(seen) = io.poll_ready(&mut cx, Direction::Read) else {
+            panic!("readable");
+        };
+        assert!(io.clear(seen));
+        assert!(io.poll_ready(&mut cx, Direction::Read).is_pending());
+        io.shut_down();
+        assert_eq!(counter.0.load(Ordering::SeqCst), 2);
+        assert!(matches!(
+            io.poll_ready(&mut cx, Direction::Read),
+            Poll::Ready(seen) if seen.is_shut_down()
+        ));
+    }
+}
