@@ -39,10 +39,16 @@ fn main() -> io::Result<()> {
     })
 }
 
-/// Accepts connections for ever, serving each in a process of its own. Out of file
+/// Accepts connections for ever, serving each in a process of its own, with the default
+/// [`http::Limits`].
+pub async fn serve(listener: TcpListener) -> io::Result<()> {
+    serve_with(listener, http::Limits::default()).await
+}
+
+/// As [`serve`], with `limits` on how long a connection's reads may wait. Out of file
 /// descriptors (`EMFILE`), or on any other failed accept, it pauses and accepts again:
 /// clients that close make room.
-pub async fn serve(listener: TcpListener) -> io::Result<()> {
+pub async fn serve_with(listener: TcpListener, limits: http::Limits) -> io::Result<()> {
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -52,26 +58,38 @@ pub async fn serve(listener: TcpListener) -> io::Result<()> {
             }
         };
         csp::spawn(async move {
-            // A client that goes away mid-request is no error of the server's.
-            let _ = connection(stream).await;
+            // A client that goes away mid-request (or is too slow) is no error of the
+            // server's.
+            let _ = connection(stream, limits).await;
         });
     }
 }
 
-/// Serves one connection until the client closes it, or a request asks to close it or
-/// is bad (answered with `400`).
-pub async fn connection(mut stream: TcpStream) -> io::Result<()> {
+/// Serves one connection until the client closes it, a request asks to close it or is
+/// bad (answered with `400`), or the client keeps a read waiting past `limits`.
+pub async fn connection(mut stream: TcpStream, limits: http::Limits) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut input = Vec::with_capacity(http::READ_CHUNK);
     let mut output = Vec::with_capacity(http::READ_CHUNK);
     let mut chunk = [0; http::READ_CHUNK];
+    // When the request under way (if any) began.
+    let mut started = None;
     loop {
-        let n = stream.read(&mut chunk).await?;
+        let wait = limits.next_read(started);
+        let n = match csp::timeout(wait, stream.read(&mut chunk)).await {
+            Ok(read) => read?,
+            // Idle, or a request too slow in coming: close.
+            Err(_elapsed) => return Ok(()),
+        };
         if n == 0 {
             return Ok(());
         }
+        started.get_or_insert_with(std::time::Instant::now);
         input.extend_from_slice(&chunk[..n]);
         let next = http::respond(&mut input, &mut output);
+        if input.is_empty() {
+            started = None;
+        }
         if !output.is_empty() {
             stream.write_all(&output).await?;
             output.clear();

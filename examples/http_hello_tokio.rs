@@ -24,7 +24,7 @@ fn main() -> io::Result<()> {
     if let Some(workers) = workers {
         builder.worker_threads(workers);
     }
-    let rt = builder.enable_io().build()?;
+    let rt = builder.enable_io().enable_time().build()?;
     rt.block_on(async {
         let listener = TcpListener::bind(addr.as_str()).await?;
         let mut stdout = io::stdout();
@@ -54,19 +54,30 @@ async fn serve(listener: TcpListener) -> io::Result<()> {
     }
 }
 
-/// Serves one connection, as `http_hello`'s `connection` does.
+/// Serves one connection, as `http_hello`'s `connection` does (with the same
+/// [`http::Limits`]).
 async fn connection(mut stream: TcpStream) -> io::Result<()> {
+    let limits = http::Limits::default();
     stream.set_nodelay(true)?;
     let mut input = Vec::with_capacity(http::READ_CHUNK);
     let mut output = Vec::with_capacity(http::READ_CHUNK);
     let mut chunk = [0; http::READ_CHUNK];
+    let mut started = None;
     loop {
-        let n = stream.read(&mut chunk).await?;
+        let wait = limits.next_read(started);
+        let n = match tokio::time::timeout(wait, stream.read(&mut chunk)).await {
+            Ok(read) => read?,
+            Err(_elapsed) => return Ok(()),
+        };
         if n == 0 {
             return Ok(());
         }
+        started.get_or_insert_with(std::time::Instant::now);
         input.extend_from_slice(&chunk[..n]);
         let next = http::respond(&mut input, &mut output);
+        if input.is_empty() {
+            started = None;
+        }
         if !output.is_empty() {
             stream.write_all(&output).await?;
             output.clear();

@@ -209,9 +209,9 @@ fn echo_server_echoes_over_loopback_and_closes_idle_connections() {
 
 #[cfg(feature = "io")]
 #[test]
-fn http_hello_and_its_tokio_twin_answer_over_loopback() {
+fn http_hello_its_tokio_twin_and_hyper_on_csp_answer_over_loopback() {
     use std::io::{Read, Write};
-    for name in ["http_hello", "http_hello_tokio"] {
+    for name in ["http_hello", "http_hello_tokio", "hyper_hello"] {
         let reply = bounded(LIMIT, move || {
             let server = Server::start(name, &["127.0.0.1:0", "--workers", "2"]);
             let mut conn = server.connect();

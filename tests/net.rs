@@ -1,10 +1,11 @@
 //! Network I/O through `csp::net` on real loopback sockets: the echo server and the HTTP
 //! server of the examples, run in-process, against `std::net` clients that behave well
 //! and badly; deadlock detection with a process waiting on a socket; the runtime's
-//! context in a process the reactor woke.
+//! context in a process the I/O driver woke.
 //!
 //! Every test runs under a watchdog (`common::bounded`), counts what happened instead of
-//! timing it, and ends with the runtime's live processes back to none.
+//! timing it, and ends with the runtime's live processes back to none and every file
+//! descriptor it opened closed (`common::net::Fds`: the socket tests run one at a time).
 
 #![cfg(feature = "io")]
 
@@ -14,6 +15,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::Duration;
 
+use common::net::Fds;
 use common::{bounded, wait_until};
 use csp::net::TcpListener;
 
@@ -93,6 +95,7 @@ fn read_to_end(stream: &mut TcpStream) -> Vec<u8> {
 
 #[test]
 fn three_hundred_concurrent_connections_are_each_echoed() {
+    let fds = Fds::start();
     const THREADS: usize = 10;
     const PER_THREAD: usize = 30;
     let served = bounded(LIMIT, || {
@@ -128,10 +131,12 @@ fn three_hundred_concurrent_connections_are_each_echoed() {
         echo.stop()
     });
     assert_eq!(served.connections, THREADS * PER_THREAD);
+    fds.assert_none_left();
 }
 
 #[test]
 fn echo_survives_clients_that_vanish_mid_message_or_half_close() {
+    let fds = Fds::start();
     let served = bounded(LIMIT, || {
         let echo = Echo::start(2, Duration::from_secs(30));
         // Gone mid-message: writes part of a line, then drops the connection unread.
@@ -159,10 +164,12 @@ fn echo_survives_clients_that_vanish_mid_message_or_half_close() {
         echo.stop()
     });
     assert_eq!(served.connections, 42);
+    fds.assert_none_left();
 }
 
 #[test]
 fn an_idle_client_is_closed_by_the_timeout() {
+    let fds = Fds::start();
     bounded(LIMIT, || {
         let echo = Echo::start(1, Duration::from_millis(100));
         let mut idle = connect(echo.addr);
@@ -180,10 +187,12 @@ fn an_idle_client_is_closed_by_the_timeout() {
         assert_eq!(read_to_end(&mut chatty), b"");
         assert_eq!(echo.stop().connections, 2);
     });
+    fds.assert_none_left();
 }
 
 #[test]
 fn shutdown_closes_open_connections() {
+    let fds = Fds::start();
     bounded(LIMIT, || {
         let echo = Echo::start(2, Duration::from_secs(60));
         let mut conns: Vec<_> = (0..10).map(|_| connect(echo.addr)).collect();
@@ -201,6 +210,7 @@ fn shutdown_closes_open_connections() {
             assert_eq!(rest, b"");
         }
     });
+    fds.assert_none_left();
 }
 
 /// The HTTP server of `http_hello` on its own runtime; dropping the runtime stops it.
@@ -224,6 +234,7 @@ fn http_stop(rt: csp::Runtime) {
 
 #[test]
 fn http_answers_keep_alive_requests_and_rejects_garbage() {
+    let fds = Fds::start();
     bounded(LIMIT, || {
         let (rt, addr) = http_server(2);
         // Keep-alive: three requests on one connection, the last asking to close.
@@ -273,6 +284,7 @@ fn http_answers_keep_alive_requests_and_rejects_garbage() {
         assert_eq!(reply.len(), response_len());
         http_stop(rt);
     });
+    fds.assert_none_left();
 }
 
 /// The length of `http_hello`'s response with `connection: keep-alive`.
@@ -307,6 +319,7 @@ fn late_client_of_a_short_grace_runtime() -> (
 
 #[test]
 fn a_process_waiting_on_accept_is_not_a_deadlock() {
+    let fds = Fds::start();
     let got = bounded(LIMIT, || {
         let (rt, listener, client) = late_client_of_a_short_grace_runtime();
         let client = std::thread::spawn(move || {
@@ -329,20 +342,24 @@ fn a_process_waiting_on_accept_is_not_a_deadlock() {
         got
     });
     assert_eq!(got, b'!');
+    fds.assert_none_left();
 }
 
 #[test]
 fn a_block_on_future_waiting_on_accept_is_not_a_deadlock() {
+    let fds = Fds::start();
     bounded(LIMIT, || {
         let (rt, listener, client) = late_client_of_a_short_grace_runtime();
         let peer = rt.block_on(async move { listener.accept().await.unwrap().1 });
         let conn = client.join().unwrap();
         assert_eq!(peer, conn.local_addr().unwrap());
     });
+    fds.assert_none_left();
 }
 
 #[test]
-fn a_process_the_reactor_woke_runs_on_a_worker_in_its_runtime() {
+fn a_process_the_driver_woke_runs_on_a_worker_in_its_runtime() {
+    let fds = Fds::start();
     let (thread, spawned) = bounded(LIMIT, || {
         let rt = common::runtime(2, "io-woken");
         let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
@@ -352,7 +369,7 @@ fn a_process_the_reactor_woke_runs_on_a_worker_in_its_runtime() {
             let (mut conn, _) = listener.accept().await.unwrap();
             let mut byte = [0];
             conn.read_exact(&mut byte).await.unwrap();
-            // Woken by the reactor: the context is this runtime's.
+            // Woken by the I/O driver: the context is this runtime's.
             let handle = csp::Handle::current();
             let spawned =
                 handle.spawn(async { 40 }).await.unwrap() + csp::spawn(async { 2 }).await.unwrap();
@@ -371,14 +388,16 @@ fn a_process_the_reactor_woke_runs_on_a_worker_in_its_runtime() {
     });
     assert!(thread.starts_with("io-woken-"), "{thread}");
     assert_eq!(spawned, 42);
+    fds.assert_none_left();
 }
 
 #[test]
-fn timers_fire_while_the_only_worker_sleeps_in_the_reactor() {
+fn timers_fire_while_the_only_worker_sleeps_in_the_driver() {
+    let fds = Fds::start();
     bounded(LIMIT, || {
         let rt = common::runtime(1, "io-timers");
         let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-        // A socket registered with the reactor, never ready.
+        // A socket registered with the driver, never ready.
         let waiting = rt.spawn(async move { listener.accept().await.map(drop) });
         let fired = rt.block_on(async {
             let mut fired = 0;
@@ -394,4 +413,5 @@ fn timers_fire_while_the_only_worker_sleeps_in_the_reactor() {
         assert!(rt.block_on(waiting).unwrap_err().is_cancelled());
         assert_processes_gone(&rt);
     });
+    fds.assert_none_left();
 }

@@ -25,6 +25,38 @@ pub const READ_CHUNK: usize = 4096;
 /// before it accepts again.
 pub const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// How long a connection's reads may wait, as the two servers apply them: the idle time
+/// of a connection between requests, and the time a request that has begun has to
+/// arrive whole, so that a client sending its request a byte at a time (slowloris) is
+/// cut like an idle one.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// No request under way: the client has this long to start one.
+    pub idle: std::time::Duration,
+    /// A request has begun: it has this long, from its first byte, to arrive whole.
+    pub request: std::time::Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            idle: std::time::Duration::from_secs(30),
+            request: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+impl Limits {
+    /// How long the next read may wait: the idle time if no request has begun
+    /// (`started` is `None`), else what is left of the request's time.
+    pub fn next_read(&self, started: Option<std::time::Instant>) -> std::time::Duration {
+        match started {
+            None => self.idle,
+            Some(started) => self.request.saturating_sub(started.elapsed()),
+        }
+    }
+}
+
 const BAD_REQUEST: &[u8] =
     b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 

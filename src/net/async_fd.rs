@@ -49,6 +49,15 @@ pub struct AsyncFd<T: AsRawFd> {
 impl<T: AsRawFd> AsyncFd<T> {
     /// Registers `inner`'s descriptor (non-blocking) with the driver of the runtime this
     /// thread is in, or of the default runtime.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = csp::net::AsyncFd::new(a)?;
+    /// assert!(fd.get_ref().local_addr().is_ok());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn new(inner: T) -> io::Result<AsyncFd<T>> {
         let fd = inner.as_raw_fd();
         let registration = Registration::new(&mut SourceFd(&fd))?;
@@ -60,32 +69,92 @@ impl<T: AsRawFd> AsyncFd<T> {
     }
 
     /// The value whose descriptor is registered.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = csp::net::AsyncFd::new(a)?;
+    /// assert!(fd.get_ref().peer_addr().is_ok());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn get_ref(&self) -> &T {
         self.inner.as_ref().expect("taken only by into_inner")
     }
 
     /// The value whose descriptor is registered.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let mut fd = csp::net::AsyncFd::new(a)?;
+    /// fd.get_mut().set_nonblocking(true)?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn get_mut(&mut self) -> &mut T {
         self.inner.as_mut().expect("taken only by into_inner")
     }
 
     /// Leaves the driver and gives the value back.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = csp::net::AsyncFd::new(a)?;
+    /// let a: std::os::unix::net::UnixStream = fd.into_inner();
+    /// a.set_nonblocking(false)?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn into_inner(mut self) -> T {
         self.registration.deregister(&mut SourceFd(&self.fd));
         self.inner.take().expect("taken once")
     }
 
     /// Waits until the descriptor may be readable.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use std::io::Write;
+    /// let (mut a, b) = std::os::unix::net::UnixStream::pair()?;
+    /// b.set_nonblocking(true)?;
+    /// let b = csp::net::AsyncFd::new(b)?;
+    /// a.write_all(b"x")?;
+    /// let _guard = b.readable().await?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn readable(&self) -> io::Result<AsyncFdReadyGuard<'_, T>> {
         std::future::poll_fn(|cx| self.poll_read_ready(cx)).await
     }
 
     /// Waits until the descriptor may be writable.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let a = csp::net::AsyncFd::new(a)?;
+    /// // An empty socket buffer: writable at once.
+    /// let _guard = a.writable().await?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn writable(&self) -> io::Result<AsyncFdReadyGuard<'_, T>> {
         std::future::poll_fn(|cx| self.poll_write_ready(cx)).await
     }
 
     /// Polls for read readiness (for a hand-written future).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use std::io::Write;
+    /// let (mut a, b) = std::os::unix::net::UnixStream::pair()?;
+    /// b.set_nonblocking(true)?;
+    /// let b = csp::net::AsyncFd::new(b)?;
+    /// a.write_all(b"x")?;
+    /// std::future::poll_fn(|cx| b.poll_read_ready(cx).map_ok(drop)).await?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn poll_read_ready(
         &self,
         cx: &mut Context<'_>,
@@ -94,6 +163,15 @@ impl<T: AsRawFd> AsyncFd<T> {
     }
 
     /// Polls for write readiness (for a hand-written future).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let a = csp::net::AsyncFd::new(a)?;
+    /// std::future::poll_fn(|cx| a.poll_write_ready(cx).map_ok(drop)).await?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn poll_write_ready(
         &self,
         cx: &mut Context<'_>,
@@ -159,12 +237,36 @@ impl std::error::Error for TryIoError {}
 
 impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
     /// The descriptor's owner.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let a = csp::net::AsyncFd::new(a)?;
+    /// let guard = a.writable().await?;
+    /// assert!(std::ptr::eq(guard.get_ref(), &a));
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn get_ref(&self) -> &'a AsyncFd<T> {
         self.fd
     }
 
     /// Says the descriptor is not ready after all (a call got `WouldBlock`): the next
     /// wait waits for a new event. An event that came since this guard's wait is kept.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use std::io::Read;
+    /// let (_a, b) = std::os::unix::net::UnixStream::pair()?;
+    /// b.set_nonblocking(true)?;
+    /// let b = csp::net::AsyncFd::new(b)?;
+    /// let mut guard = b.writable().await?;
+    /// // Found not readable after all (say): the next wait waits for a new event.
+    /// let mut buf = [0; 1];
+    /// assert!((&*guard.get_ref().get_ref()).read(&mut buf).is_err());
+    /// guard.clear_ready();
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn clear_ready(&mut self) {
         if let Some(ready) = self.ready.take() {
             ready.clear();
@@ -173,6 +275,18 @@ impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
 
     /// Runs `f`, a non-blocking call on the descriptor: its result, or `Err(TryIoError)`
     /// if it would block, in which case the readiness is cleared.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use std::io::Write;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let a = csp::net::AsyncFd::new(a)?;
+    /// let mut guard = a.writable().await?;
+    /// let written = guard.try_io(|fd| (&*fd.get_ref()).write(b"hi"));
+    /// assert_eq!(written.unwrap()?, 2);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn try_io<R>(
         &mut self,
         f: impl FnOnce(&'a AsyncFd<T>) -> io::Result<R>,

@@ -65,12 +65,31 @@ where
     for<'a> &'a S: AsyncRead + AsyncWrite,
 {
     /// The connection both halves share.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let (reader, _writer) = TcpStream::connect(listener.local_addr()?).await?.into_split();
+    /// assert_eq!(reader.stream().peer_addr()?, listener.local_addr()?);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn stream(&self) -> &S {
         &self.stream
     }
 
     /// Puts the halves of one stream back together; gives them back if they are halves
     /// of two streams.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let (reader, writer) = TcpStream::connect(listener.local_addr()?).await?.into_split();
+    /// let stream: TcpStream = reader.reunite(writer).expect("halves of one stream");
+    /// assert!(stream.peer_addr().is_ok());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn reunite(self, write: WriteHalf<S>) -> Result<S, (ReadHalf<S>, WriteHalf<S>)> {
         if !Arc::ptr_eq(&self.stream, &write.stream) {
             return Err((self, write));
@@ -90,6 +109,15 @@ where
     for<'a> &'a S: AsyncRead + AsyncWrite,
 {
     /// The connection both halves share.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let (_reader, writer) = TcpStream::connect(listener.local_addr()?).await?.into_split();
+    /// writer.stream().set_nodelay(true)?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn stream(&self) -> &S {
         &self.stream
     }

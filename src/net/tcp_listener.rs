@@ -80,6 +80,14 @@ impl TcpListener {
 
     /// Leaves the driver and gives the listener back to the standard library, blocking
     /// again.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let listener = csp::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let std: std::net::TcpListener = listener.into_std()?;
+    /// assert!(std.local_addr().is_ok());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn into_std(self) -> io::Result<std::net::TcpListener> {
         let mio = self.io.into_inner();
         // SAFETY: the descriptor is mio's listener's, whose ownership passes here.
@@ -109,6 +117,16 @@ impl TcpListener {
     }
 
     /// Polls for a connection (for a hand-written future or stream).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// csp::spawn(async move { TcpStream::connect(addr).await });
+    /// let (_stream, _peer) = std::future::poll_fn(|cx| listener.poll_accept(cx)).await?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
         self.io
             .poll_read_with(cx, |listener| listener.accept())
@@ -137,16 +155,38 @@ impl TcpListener {
     }
 
     /// The local address it listens on.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let listener = csp::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// assert!(listener.local_addr()?.ip().is_loopback());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.get().local_addr()
     }
 
     /// Sets the IP time-to-live of the connections it accepts.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let listener = csp::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// listener.set_ttl(64)?;
+    /// assert_eq!(listener.ttl()?, 64);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
         self.io.get().set_ttl(ttl)
     }
 
     /// The IP time-to-live.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let listener = csp::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// assert!(listener.ttl()? > 0);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn ttl(&self) -> io::Result<u32> {
         self.io.get().ttl()
     }

@@ -38,6 +38,15 @@ pub struct TcpStream {
 
 impl TcpStream {
     /// Connects to `addr` (the first of its addresses that accepts).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// assert_eq!(stream.peer_addr()?, listener.local_addr()?);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
         let mut last = None;
         for addr in addr.to_socket_addrs().await? {
@@ -84,6 +93,16 @@ impl TcpStream {
 
     /// Leaves the driver and gives the stream back to the standard library, blocking
     /// again.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// let std: std::net::TcpStream = stream.into_std()?;
+    /// assert!(std.peer_addr().is_ok());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn into_std(self) -> io::Result<std::net::TcpStream> {
         let mio = self.io.into_inner();
         // SAFETY: the descriptor is mio's stream's, whose ownership passes here.
@@ -155,36 +174,105 @@ impl TcpStream {
 
     /// Shuts the reading side, the writing side, or both down, as
     /// [`std::net::TcpStream::shutdown`].
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{AsyncReadExt, Shutdown, TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// let (mut server, _) = listener.accept().await?;
+    /// stream.shutdown(Shutdown::Write)?;
+    /// let mut rest = Vec::new();
+    /// server.read_to_end(&mut rest).await?;
+    /// assert!(rest.is_empty(), "the end of the stream");
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.io.get().shutdown(how)
     }
 
     /// The local address.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// assert!(stream.local_addr()?.ip().is_loopback());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.get().local_addr()
     }
 
     /// The peer's address.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// assert_eq!(stream.peer_addr()?, listener.local_addr()?);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.io.get().peer_addr()
     }
 
     /// Sets `TCP_NODELAY`: small writes go out at once rather than wait to be merged.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// stream.set_nodelay(true)?;
+    /// assert!(stream.nodelay()?);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
         self.io.get().set_nodelay(nodelay)
     }
 
     /// Whether `TCP_NODELAY` is set.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// assert!(!stream.nodelay()?, "off until set");
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn nodelay(&self) -> io::Result<bool> {
         self.io.get().nodelay()
     }
 
     /// Sets the IP time-to-live.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// stream.set_ttl(32)?;
+    /// assert_eq!(stream.ttl()?, 32);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
         self.io.get().set_ttl(ttl)
     }
 
     /// The IP time-to-live.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// let stream = TcpStream::connect(listener.local_addr()?).await?;
+    /// assert!(stream.ttl()? > 0);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn ttl(&self) -> io::Result<u32> {
         self.io.get().ttl()
     }

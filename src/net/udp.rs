@@ -27,6 +27,13 @@ pub struct UdpSocket {
 
 impl UdpSocket {
     /// Binds to `addr` (the first of its addresses that binds).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let socket = csp::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// assert!(socket.local_addr()?.port() != 0);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<UdpSocket> {
         first_ok(addr.to_socket_addrs().await?, |addr| {
             UdpSocket::from_mio(mio::net::UdpSocket::bind(addr)?)
@@ -40,6 +47,14 @@ impl UdpSocket {
     }
 
     /// Takes over a socket of the standard library, made non-blocking here.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let std = std::net::UdpSocket::bind("127.0.0.1:0")?;
+    /// let socket = csp::net::UdpSocket::from_std(std)?;
+    /// assert!(socket.local_addr().is_ok());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
         socket.set_nonblocking(true)?;
         UdpSocket::from_mio(mio::net::UdpSocket::from_std(socket))
@@ -47,6 +62,14 @@ impl UdpSocket {
 
     /// Leaves the driver and gives the socket back to the standard library, blocking
     /// again.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let socket = csp::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// let std: std::net::UdpSocket = socket.into_std()?;
+    /// assert!(std.local_addr().is_ok());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
         let mio = self.io.into_inner();
         // SAFETY: the descriptor is mio's socket's, whose ownership passes here.
@@ -80,16 +103,46 @@ impl UdpSocket {
     }
 
     /// Sends `buf` to the connected peer.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0").await?, UdpSocket::bind("127.0.0.1:0").await?);
+    /// a.connect(b.local_addr()?).await?;
+    /// assert_eq!(a.send(b"hi").await?, 2);
+    /// let mut buf = [0; 2];
+    /// assert_eq!(b.recv_from(&mut buf).await?.0, 2);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
         self.io.write_with(|socket| socket.send(buf)).await
     }
 
     /// Receives one datagram from the connected peer into `buf`.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0").await?, UdpSocket::bind("127.0.0.1:0").await?);
+    /// b.connect(a.local_addr()?).await?;
+    /// a.send_to(b"hi", b.local_addr()?).await?;
+    /// let mut buf = [0; 2];
+    /// assert_eq!(b.recv(&mut buf).await?, 2);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io.read_with(|socket| socket.recv(buf)).await
     }
 
     /// Sends `buf` to `addr` (its first address).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0").await?, UdpSocket::bind("127.0.0.1:0").await?);
+    /// assert_eq!(a.send_to(b"to b", b.local_addr()?).await?, 4);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn send_to<A: ToSocketAddrs>(&self, buf: &[u8], addr: A) -> io::Result<usize> {
         let addr = addr
             .to_socket_addrs()
@@ -101,46 +154,127 @@ impl UdpSocket {
     }
 
     /// Receives one datagram into `buf`: its length and its sender.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0").await?, UdpSocket::bind("127.0.0.1:0").await?);
+    /// a.send_to(b"hi", b.local_addr()?).await?;
+    /// let mut buf = [0; 8];
+    /// let (n, from) = b.recv_from(&mut buf).await?;
+    /// assert_eq!((n, from), (2, a.local_addr()?));
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.io.read_with(|socket| socket.recv_from(buf)).await
     }
 
     /// As [`recv_from`](Self::recv_from), leaving the datagram in the socket.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0").await?, UdpSocket::bind("127.0.0.1:0").await?);
+    /// a.send_to(b"hi", b.local_addr()?).await?;
+    /// let mut buf = [0; 8];
+    /// assert_eq!(b.peek_from(&mut buf).await?.0, 2);
+    /// assert_eq!(b.recv_from(&mut buf).await?.0, 2, "still there");
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.io.read_with(|socket| socket.peek_from(buf)).await
     }
 
     /// As [`recv`](Self::recv), leaving the datagram in the socket.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0").await?, UdpSocket::bind("127.0.0.1:0").await?);
+    /// b.connect(a.local_addr()?).await?;
+    /// a.send_to(b"hi", b.local_addr()?).await?;
+    /// let mut buf = [0; 8];
+    /// assert_eq!(b.peek(&mut buf).await?, 2);
+    /// assert_eq!(b.recv(&mut buf).await?, 2, "still there");
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io.read_with(|socket| socket.peek(buf)).await
     }
 
     /// The local address.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let socket = csp::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// assert!(socket.local_addr()?.ip().is_loopback());
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.get().local_addr()
     }
 
     /// The connected peer's address.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use csp::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0").await?, UdpSocket::bind("127.0.0.1:0").await?);
+    /// assert!(a.peer_addr().is_err(), "not connected yet");
+    /// a.connect(b.local_addr()?).await?;
+    /// assert_eq!(a.peer_addr()?, b.local_addr()?);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.io.get().peer_addr()
     }
 
     /// Sets `SO_BROADCAST`.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let socket = csp::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// socket.set_broadcast(true)?;
+    /// assert!(socket.broadcast()?);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
         self.io.get().set_broadcast(on)
     }
 
     /// Whether `SO_BROADCAST` is set.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let socket = csp::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// assert!(!socket.broadcast()?);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn broadcast(&self) -> io::Result<bool> {
         self.io.get().broadcast()
     }
 
     /// Sets the IP time-to-live.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let socket = csp::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// socket.set_ttl(8)?;
+    /// assert_eq!(socket.ttl()?, 8);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
         self.io.get().set_ttl(ttl)
     }
 
     /// The IP time-to-live.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let socket = csp::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// assert!(socket.ttl()? > 0);
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn ttl(&self) -> io::Result<u32> {
         self.io.get().ttl()
     }

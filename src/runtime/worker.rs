@@ -241,9 +241,11 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, queue: LocalQueue) {
         let _worker = unsafe { context::WorkerGuard::new(&local) };
         local.shared.hooks().thread_started();
         local.run();
+        // Before the stop hook: the futures dropped here may need what the start hook
+        // set up (another runtime's context, say).
+        local.drain();
         local.shared.hooks().thread_stopping();
     }
-    local.drain();
     local.shared.worker_exited();
 }
 
@@ -803,21 +805,30 @@ impl Local {
         x
     }
 
-    /// Drops the entries left in the slot and the queue at shutdown (their processes are
+    /// Drops the entries left in the slots and the queue at shutdown (their processes are
     /// cancelled through the registry). Running one that shutdown left to this worker
-    /// (`Notified::discard`) drops its future, as a poll would: under the polling mark.
+    /// (`Notified::discard`) drops its future, as a poll would: under the polling mark,
+    /// on this worker, whose queue and slots take what such a drop wakes: it goes on
+    /// until they are empty.
+    #[cold]
+    #[inline(never)]
     fn drain(&self) {
         let _polling = context::polling(self.runtime_id);
-        self.put_resting_to_sleep();
-        if let Some(next) = self.handoff.take() {
-            next.into_queued().discard();
-        }
-        let displaced = std::mem::take(&mut *self.displaced.borrow_mut());
-        for entry in displaced {
-            entry.discard();
-        }
-        while let Some(entry) = self.queue.pop() {
-            entry.discard();
+        loop {
+            let mut drained = self.put_resting_to_sleep();
+            if let Some(next) = self.handoff.take() {
+                next.into_queued().discard();
+                drained = true;
+            }
+            // Held-back entries join the queue, drained below.
+            self.publish_displaced();
+            while let Some(entry) = self.queue.pop() {
+                entry.discard();
+                drained = true;
+            }
+            if !drained {
+                return;
+            }
         }
     }
 }

@@ -1,10 +1,11 @@
 //! Helpers shared by the integration tests: a watchdog, counters, counted futures and
 //! wakers, and a probe that tells whether a process's allocation was freed; the helpers
-//! of each family of tests in a module of its own (`channels`, `select`, `signal`).
+//! of each family of tests in a module of its own (`channels`, `net`, `select`, `signal`).
 
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod channels;
+pub mod net;
 pub mod select;
 pub mod signal;
 

@@ -33,6 +33,18 @@ pub struct UnixListener {
 
 impl UnixListener {
     /// Binds to the socket file at `path`.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let dir = std::env::temp_dir().join(format!("csp-doc-{}-{}", std::process::id(), line!()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("l.sock");
+    /// # let _ = std::fs::remove_file(&path);
+    /// let listener = csp::net::unix::UnixListener::bind(&path)?;
+    /// assert!(listener.local_addr()?.as_pathname().is_some());
+    /// std::fs::remove_file(&path)?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
         UnixListener::from_mio(mio::net::UnixListener::bind(path)?)
     }
@@ -44,6 +56,19 @@ impl UnixListener {
     }
 
     /// Takes over a listener of the standard library, made non-blocking here.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let dir = std::env::temp_dir().join(format!("csp-doc-{}-{}", std::process::id(), line!()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("fs.sock");
+    /// # let _ = std::fs::remove_file(&path);
+    /// let std = std::os::unix::net::UnixListener::bind(&path)?;
+    /// let listener = csp::net::unix::UnixListener::from_std(std)?;
+    /// assert!(listener.local_addr().is_ok());
+    /// std::fs::remove_file(&path)?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
         listener.set_nonblocking(true)?;
         UnixListener::from_mio(mio::net::UnixListener::from_std(listener))
@@ -51,6 +76,19 @@ impl UnixListener {
 
     /// Leaves the driver and gives the listener back to the standard library, blocking
     /// again.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let dir = std::env::temp_dir().join(format!("csp-doc-{}-{}", std::process::id(), line!()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("is.sock");
+    /// # let _ = std::fs::remove_file(&path);
+    /// let listener = csp::net::unix::UnixListener::bind(&path)?;
+    /// let std: std::os::unix::net::UnixListener = listener.into_std()?;
+    /// assert!(std.local_addr().is_ok());
+    /// std::fs::remove_file(&path)?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn into_std(self) -> io::Result<std::os::unix::net::UnixListener> {
         let mio = self.io.into_inner();
         // SAFETY: the descriptor is mio's listener's, whose ownership passes here.
@@ -60,12 +98,38 @@ impl UnixListener {
     }
 
     /// Waits for a connection; its stream, and the peer's address.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let dir = std::env::temp_dir().join(format!("csp-doc-{}-{}", std::process::id(), line!()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// use csp::net::unix::{UnixListener, UnixStream};
+    /// let path = dir.join("a.sock");
+    /// # let _ = std::fs::remove_file(&path);
+    /// let listener = UnixListener::bind(&path)?;
+    /// let _client = UnixStream::connect(&path).await?;
+    /// let (_server_side, _peer) = listener.accept().await?;
+    /// std::fs::remove_file(&path)?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
         let (stream, peer) = self.io.read_with(|listener| listener.accept()).await?;
         Ok((UnixStream::from_mio(stream)?, peer))
     }
 
     /// The local address.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let dir = std::env::temp_dir().join(format!("csp-doc-{}-{}", std::process::id(), line!()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("la.sock");
+    /// # let _ = std::fs::remove_file(&path);
+    /// let listener = csp::net::unix::UnixListener::bind(&path)?;
+    /// assert_eq!(listener.local_addr()?.as_pathname(), Some(path.as_path()));
+    /// std::fs::remove_file(&path)?;
+    /// # std::io::Result::Ok(()) }).unwrap();
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.get().local_addr()
     }

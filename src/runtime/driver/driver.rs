@@ -1,7 +1,13 @@
 //! The I/O driver itself: one `mio::Poll` per runtime, which one worker at a time holds
 //! and sleeps in (DESIGN.md, "I/O driver").
+//!
+//! A source's token names its slot in the driver's table and that slot's generation,
+//! which every deregistration advances: an event is dispatched only if its token's
+//! generation is the slot's, so an event that names a source gone since (its poll under
+//! way while it deregistered, or an epoll entry that outlived its descriptor's number,
+//! as a duplicated descriptor makes one) reaches nothing. The holder looks a batch's
+//! sources up under the table's lock, once per poll, and wakes them after.
 
-use std::collections::HashMap;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -20,13 +26,17 @@ use crate::runtime::driver::readiness::{
 use crate::runtime::driver::scheduled_io::ScheduledIo;
 use crate::tuning::DRIVER_EVENTS;
 
-/// The token of the driver's own waker; a source's token is its `ScheduledIo`'s address,
-/// never 0.
-const WAKE_TOKEN: Token = Token(0);
+/// The token of the driver's own waker; a source's token is never `usize::MAX`.
+const WAKE_TOKEN: Token = Token(usize::MAX);
+
+/// Bits of a token that hold the slot's index; the generation is above them.
+const INDEX_BITS: u32 = 24;
+const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 
 /// The I/O driver of one runtime.
 pub(crate) struct Driver {
-    /// The poll, its events and its count: only the holder touches them (`held`).
+    /// The poll, its events and what the holder dispatches: only the holder touches
+    /// them (`held`).
     inner: UnsafeCell<Inner>,
     /// Some worker holds the driver: it sleeps in, or polls, the poll.
     held: AtomicBool,
@@ -35,8 +45,6 @@ pub(crate) struct Driver {
     /// Wakes the holder out of its poll.
     waker: Waker,
     sources: Mutex<Sources>,
-    /// `sources.released` is not empty: the holder drops them before its next poll.
-    has_released: AtomicBool,
     shut_down: AtomicBool,
 }
 
@@ -49,17 +57,37 @@ unsafe impl Sync for Driver {}
 struct Inner {
     poll: Poll,
     events: Events,
+    /// The sources of one batch of events and what each reported, looked up under the
+    /// table's lock and woken after it (allocated once, reused).
+    batch: Vec<(Arc<ScheduledIo>, usize)>,
     /// Polls so far: the tick of the events each one reports.
     polls: usize,
 }
 
-/// The registered sources, and those deregistered since the holder's last poll began.
+/// The registered sources, by slot.
 #[derive(Default)]
 struct Sources {
-    live: HashMap<usize, Arc<ScheduledIo>>,
-    /// Deregistered, but an event from a poll under way may still name them: kept until
-    /// the holder's next poll begins, when none can.
-    released: Vec<Arc<ScheduledIo>>,
+    slots: Vec<Slot>,
+    /// Slots that hold no source.
+    free: Vec<usize>,
+}
+
+#[derive(Default)]
+struct Slot {
+    io: Option<Arc<ScheduledIo>>,
+    /// Advanced by each deregistration: a token of an older generation is stale.
+    generation: usize,
+}
+
+impl Sources {
+    /// The source `token` names, unless it is gone.
+    fn get(&self, token: Token) -> Option<&Arc<ScheduledIo>> {
+        let slot = self.slots.get(token.0 & INDEX_MASK)?;
+        if slot.generation != token.0 >> INDEX_BITS {
+            return None;
+        }
+        slot.io.as_ref()
+    }
 }
 
 /// Wakes the driver's holder out of its poll.
@@ -76,6 +104,12 @@ impl Wake for WakeDriver {
     }
 }
 
+/// What a source registered as: its state in the driver, and its token.
+pub(crate) struct Registered {
+    pub(crate) io: Arc<ScheduledIo>,
+    pub(crate) token: Token,
+}
+
 impl Driver {
     pub(crate) fn new() -> io::Result<Driver> {
         let poll = Poll::new()?;
@@ -88,13 +122,13 @@ impl Driver {
             inner: UnsafeCell::new(Inner {
                 poll,
                 events: Events::with_capacity(DRIVER_EVENTS),
+                batch: Vec::with_capacity(DRIVER_EVENTS),
                 polls: 0,
             }),
             held: AtomicBool::new(false),
             registry,
             waker,
             sources: Mutex::new(Sources::default()),
-            has_released: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
         })
     }
@@ -115,28 +149,57 @@ impl Driver {
     }
 
     /// Registers `source`, edge-triggered, for reading and writing.
-    pub(crate) fn register(&self, source: &mut impl Source) -> io::Result<Arc<ScheduledIo>> {
+    pub(crate) fn register(&self, source: &mut impl Source) -> io::Result<Registered> {
         let io = Arc::new(ScheduledIo::new());
-        let token = Token(Arc::as_ptr(&io) as usize);
         let mut sources = self.sources.lock();
+        // Acquire, under the lock `shut_down` stores it under: either this registration
+        // fails, or the shutdown finds the source in the table.
         if self.shut_down.load(Ordering::Acquire) {
             return Err(shut_down_error());
         }
-        self.registry
-            .register(source, token, Interest::READABLE | Interest::WRITABLE)?;
-        sources.live.insert(token.0, io.clone());
-        Ok(io)
+        let index = match sources.free.pop() {
+            Some(index) => index,
+            None => {
+                sources.slots.push(Slot::default());
+                sources.slots.len() - 1
+            }
+        };
+        if index > INDEX_MASK {
+            sources.free.push(index);
+            return Err(io::Error::other(
+                "csp: more I/O sources than one runtime's driver can register (2^24)",
+            ));
+        }
+        let slot = &mut sources.slots[index];
+        let token = Token((slot.generation << INDEX_BITS) | index);
+        debug_assert_ne!(token, WAKE_TOKEN);
+        if let Err(err) =
+            self.registry
+                .register(source, token, Interest::READABLE | Interest::WRITABLE)
+        {
+            sources.free.push(index);
+            return Err(err);
+        }
+        slot.io = Some(io.clone());
+        Ok(Registered { io, token })
     }
 
-    /// Deregisters `source`, registered as `io`; `io` is kept until no event can name it.
-    pub(crate) fn deregister(&self, source: &mut impl Source, io: &Arc<ScheduledIo>) {
-        // Fails only if the source was never registered or is closed already: either way
-        // no event can come for it any more.
+    /// Deregisters `source`, registered with `token`: no event of it is dispatched from
+    /// now on, even one the poll reports later (its slot's generation moves on).
+    pub(crate) fn deregister(&self, source: &mut impl Source, token: Token) {
+        // A failure (the descriptor closed already, or not registered) leaves nothing
+        // to do: the generation below makes any event that still names it stale.
         let _ = self.registry.deregister(source);
         let mut sources = self.sources.lock();
-        if let Some(io) = sources.live.remove(&(Arc::as_ptr(io) as usize)) {
-            sources.released.push(io);
-            self.has_released.store(true, Ordering::Release);
+        let index = token.0 & INDEX_MASK;
+        if let Some(slot) = sources.slots.get_mut(index)
+            && slot.generation == token.0 >> INDEX_BITS
+            && slot.io.take().is_some()
+        {
+            // Wrapping: a token of a generation 2^40 deregistrations old could alias,
+            // which no program lives to see.
+            slot.generation = slot.generation.wrapping_add(1) & (usize::MAX >> INDEX_BITS);
+            sources.free.push(index);
         }
     }
 
@@ -145,8 +208,13 @@ impl Driver {
     pub(crate) fn shut_down(&self) {
         let live: Vec<_> = {
             let sources = self.sources.lock();
+            // Release (under the lock): a registration that sees it fails.
             self.shut_down.store(true, Ordering::Release);
-            sources.live.values().cloned().collect()
+            sources
+                .slots
+                .iter()
+                .filter_map(|slot| slot.io.clone())
+                .collect()
         };
         for io in live {
             let _ = catch_unwind(AssertUnwindSafe(|| io.shut_down()));
@@ -155,6 +223,7 @@ impl Driver {
     }
 
     pub(crate) fn is_shut_down(&self) -> bool {
+        // Acquire: pairs with the release in `shut_down`; a holder that sees it leaves.
         self.shut_down.load(Ordering::Acquire)
     }
 }
@@ -172,49 +241,45 @@ pub(crate) struct Held<'a> {
 impl Held<'_> {
     /// Waits for events up to `timeout` (`None`: until one comes or the driver's waker
     /// is woken), and dispatches them: each source's waiting operations are woken, on
-    /// this thread. Returns how many sources had events.
-    pub(crate) fn poll(&self, timeout: Option<Duration>) -> usize {
+    /// this thread. `Err` if the poll failed other than by a signal.
+    pub(crate) fn poll(&self, timeout: Option<Duration>) -> io::Result<()> {
         let driver = self.driver;
-        if driver.has_released.swap(false, Ordering::AcqRel) {
-            // No event of the poll to come can name these: they were deregistered before.
-            let released = std::mem::take(&mut driver.sources.lock().released);
-            drop(released);
-        }
         // SAFETY: `held` makes the poll ours until this guard drops.
         driver.inner.with_mut(|inner| {
             let inner = unsafe { &mut *inner };
-            if let Err(err) = inner.poll.poll(&mut inner.events, timeout) {
+            match inner.poll.poll(&mut inner.events, timeout) {
+                Ok(()) => {}
                 // Interrupted by a signal: as if no event came.
-                debug_assert_eq!(err.kind(), io::ErrorKind::Interrupted, "{err}");
-                return 0;
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => return Ok(()),
+                Err(err) => return Err(err),
             }
             inner.polls = inner.polls.wrapping_add(1);
             let tick = tick_of(inner.polls);
-            let mut sources = 0;
-            for event in inner.events.iter() {
-                let token = event.token();
-                if token == WAKE_TOKEN {
-                    continue;
+            {
+                let sources = driver.sources.lock();
+                for event in inner.events.iter() {
+                    let Some(io) = sources.get(event.token()) else {
+                        // The driver's waker, or a source gone since.
+                        continue;
+                    };
+                    let ready = [
+                        (event.is_readable(), READABLE),
+                        (event.is_writable(), WRITABLE),
+                        (event.is_read_closed(), READ_CLOSED),
+                        (event.is_write_closed(), WRITE_CLOSED),
+                        (event.is_error(), ERROR),
+                    ]
+                    .into_iter()
+                    .fold(0, |ready, (is, bit)| ready | (usize::from(is) * bit));
+                    inner.batch.push((io.clone(), ready));
                 }
-                let ready = [
-                    (event.is_readable(), READABLE),
-                    (event.is_writable(), WRITABLE),
-                    (event.is_read_closed(), READ_CLOSED),
-                    (event.is_write_closed(), WRITE_CLOSED),
-                    (event.is_error(), ERROR),
-                ]
-                .into_iter()
-                .fold(0, |ready, (is, bit)| ready | (usize::from(is) * bit));
-                // SAFETY: the token is the address of a registered source's
-                // `ScheduledIo`, which the driver keeps alive until the poll after its
-                // deregistration begins (`Sources::released`).
-                let io = unsafe { &*(token.0 as *const ScheduledIo) };
-                // A waker is the waiting task's code, perhaps another executor's: its
-                // panic must not take the worker down.
-                let _ = catch_unwind(AssertUnwindSafe(|| io.dispatch(ready, tick)));
-                sources += 1;
             }
-            sources
+            // Outside the lock: a waker is the waiting task's code (perhaps another
+            // executor's), and its panic must not take the worker down.
+            for (io, ready) in inner.batch.drain(..) {
+                let _ = catch_unwind(AssertUnwindSafe(|| io.dispatch(ready, tick)));
+            }
+            Ok(())
         })
     }
 }

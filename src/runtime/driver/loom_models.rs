@@ -1,7 +1,7 @@
 //! loom models of the driver's lock-free parts, driving the real `ScheduledIo`,
 //! readiness word and waker slot: an event racing an operation's `WouldBlock` clear, and
-//! a waker replaced while the driver fires the old one. In each, an operation that ends
-//! up waiting is woken by the event, or sees it.
+//! a second task's waker pushing the first's out of the slot while the driver fires. In
+//! each, an operation that ends up waiting is woken by the event, or sees it.
 
 use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -62,14 +62,15 @@ fn loom_event_racing_a_would_block_clear() {
     });
 }
 
-/// A task stores a waker, then a new one (polled again by another executor, say), while
-/// the driver reports the event that ends the wait: the latest waker is woken unless the
-/// second look saw the event.
+/// A task waits, then another task waits in the same direction (two processes
+/// accepting on one listener), pushing the first's waker out of the slot, while the
+/// driver reports the event that ends both waits: the first task is woken, and so is
+/// the second unless its look saw the event.
 #[test]
 fn loom_waker_replaced_while_the_driver_fires() {
     loom::model(|| {
         let io = Arc::new(ScheduledIo::new());
-        let (_first, first_waker) = counter();
+        let (first, first_waker) = counter();
         let (second, second_waker) = counter();
         assert!(
             io.poll_ready(&mut Context::from_waker(&first_waker), Direction::Read)
@@ -84,6 +85,10 @@ fn loom_waker_replaced_while_the_driver_fires() {
             .poll_ready(&mut Context::from_waker(&second_waker), Direction::Read)
             .is_pending();
         driver.join().unwrap();
+        assert!(
+            first.0.load(Ordering::SeqCst) >= 1,
+            "the task pushed out of the slot is woken"
+        );
         if waits {
             assert!(
                 second.0.load(Ordering::SeqCst) >= 1,

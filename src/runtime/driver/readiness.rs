@@ -5,9 +5,9 @@
 //! |--------|------------------|-----------------------------------------------|----------------------|
 //! | 0      | [`READABLE`]     | the source became readable                    | a read's `WouldBlock` |
 //! | 1      | [`WRITABLE`]     | the source became writable                    | a write's `WouldBlock` |
-//! | 2      | [`READ_CLOSED`]  | the peer closed its writing side (or hung up) | never                |
-//! | 3      | [`WRITE_CLOSED`] | the source can no longer be written           | never                |
-//! | 4      | [`ERROR`]        | the source reported an error                  | never                |
+//! | 2      | [`READ_CLOSED`]  | the peer closed its writing side (or hung up) | a read's `WouldBlock` |
+//! | 3      | [`WRITE_CLOSED`] | the source can no longer be written           | a write's `WouldBlock` |
+//! | 4      | [`ERROR`]        | the source reported an error                  | either's `WouldBlock` |
 //! | 5      | [`SHUT_DOWN`]    | the runtime's driver shut down                | never                |
 //! | 16..   | tick             | the driver poll that last set a bit           | -                    |
 //!
@@ -57,12 +57,12 @@ impl Direction {
         }
     }
 
-    /// The bit a `WouldBlock` in this direction clears.
+    /// The bits a `WouldBlock` in this direction clears: all but [`SHUT_DOWN`]. The
+    /// call would block, so nothing it could report is pending: a closed or failed source
+    /// that still returns `WouldBlock` (a connected UDP socket after an ICMP error, a
+    /// datagram socket shut for reading) must wait for its next event, not spin.
     fn clearable(self) -> usize {
-        match self {
-            Direction::Read => READABLE,
-            Direction::Write => WRITABLE,
-        }
+        self.mask() & !SHUT_DOWN
     }
 }
 
@@ -211,18 +211,26 @@ mod tests {
     }
 
     #[test]
-    fn closed_error_and_shut_down_end_every_wait_and_are_never_cleared() {
+    fn closed_and_error_end_waits_until_a_would_block_shut_down_for_good() {
         let r = Readiness::new();
         r.set(READ_CLOSED, 1);
-        let seen = r.seen(Direction::Read).unwrap();
-        assert!(r.clear(seen));
-        assert!(r.seen(Direction::Read).is_some(), "closed stays");
         assert!(r.seen(Direction::Write).is_none());
+        let seen = r.seen(Direction::Read).unwrap();
+        // The call after the close said `WouldBlock` (a datagram socket): wait again.
+        assert!(r.clear(seen));
+        assert!(r.seen(Direction::Read).is_none(), "no spin on a closed bit");
         r.set(ERROR, 2);
         assert!(r.seen(Direction::Write).is_some());
+        assert!(r.seen(Direction::Read).is_some());
         let fresh = Readiness::new();
         fresh.shut_down();
-        assert!(fresh.seen(Direction::Read).unwrap().is_shut_down());
+        let seen = fresh.seen(Direction::Read).unwrap();
+        assert!(seen.is_shut_down());
+        assert!(fresh.clear(seen));
+        assert!(
+            fresh.seen(Direction::Read).unwrap().is_shut_down(),
+            "for good"
+        );
         assert!(fresh.seen(Direction::Write).unwrap().is_shut_down());
     }
 

@@ -17,6 +17,7 @@ use crate::runtime::{Shared, context, default};
 /// (kept alive as long as the source is).
 pub(crate) struct Registration {
     io: Arc<ScheduledIo>,
+    token: mio::Token,
     shared: SharedArc<Shared>,
 }
 
@@ -28,14 +29,18 @@ impl Registration {
             Some(handle) => handle.shared,
             None => default::shared().clone(),
         };
-        let io = shared.io_driver()?.register(source)?;
-        Ok(Registration { io, shared })
+        let registered = shared.io_driver()?.register(source)?;
+        Ok(Registration {
+            io: registered.io,
+            token: registered.token,
+            shared,
+        })
     }
 
     /// Deregisters `source` (the one this registration was made for), before it closes.
     pub(crate) fn deregister(&self, source: &mut impl Source) {
         if let Ok(driver) = self.shared.io_driver() {
-            driver.deregister(source, &self.io);
+            driver.deregister(source, self.token);
         }
         self.io.release_wakers();
     }

@@ -145,7 +145,9 @@ mod driven {
     /// holds the driver (and serves it).
     fn poll_driver_now(shared: &Shared) {
         if let Some(held) = shared.io().and_then(|driver| driver.try_hold()) {
-            held.poll(Some(Duration::ZERO));
+            // A failed poll is as if nothing were ready: the next park sleeps on the
+            // event instead (`Sleep::wait`).
+            let _ = held.poll(Some(Duration::ZERO));
         }
     }
 
@@ -184,6 +186,7 @@ mod driven {
             }
             let _awake = Awake(self);
             self.asleep.set(true);
+            let mut failed = false;
             loop {
                 let timeout = match deadline {
                     Some(deadline) => {
@@ -195,7 +198,12 @@ mod driven {
                     }
                     None => None,
                 };
-                held.poll(timeout);
+                if held.poll(timeout).is_err() {
+                    // The poll failed (not by a signal): sleep on the event instead,
+                    // rather than try it again at once.
+                    failed = true;
+                    break;
+                }
                 if self.woken.get() > 0
                     || Pin::new(&mut listener).poll(&mut cx).is_ready()
                     || driver.is_shut_down()
@@ -206,6 +214,9 @@ mod driven {
                 // executor's task), or none: sleep on.
             }
             drop(held);
+            if failed {
+                wait_on_listener(listener, deadline);
+            }
             if self.woken.get() > 1 {
                 // More than this worker runs at once: a sibling may help once the steal
                 // grace has passed.
