@@ -39,26 +39,6 @@ pub(crate) const DISPLACED_BATCH: usize = 32;
 /// goroutine just made ready to its processor for a few µs before stealing it.)
 pub(crate) const STEAL_GRACE: Duration = Duration::from_micros(50);
 
-/// How long the watcher (`runtime/idle.rs`), having found no work at all, sleeps before
-/// it looks again while another worker is awake: the grace itself, so work that worker
-/// puts in its queue waits for a thief at most about twice as long as the grace asks
-/// (one grace to ripen, one until the watcher looks). Fresh work found makes it sleep
-/// only until that work ripens. Not tuned apart from the grace.
-pub(crate) const WATCH_INTERVAL: Duration = STEAL_GRACE;
-
-/// Watches in a row that find no work before the watcher stops watching and sleeps
-/// until woken, so a runtime with one busy worker does not keep another waking for
-/// good. 16 watches are under a millisecond of quiet; the first work put in a queue
-/// after that wakes a sleeper as before. Measured on the bench machine (select4, 2
-/// workers, three runs each): 16 and 4 alike (55-57 ns an alt, some 460 and 510 parks a
-/// run), 1 about 2 ns slower (700 parks: more of the busy worker's batches woke the
-/// idle one again). Under loom one, as a timed sleep there ends at once and each watch
-/// is a loop of the model.
-#[cfg(not(loom))]
-pub(crate) const WATCH_QUIET_LOOKS: u32 = 16;
-#[cfg(loom)]
-pub(crate) const WATCH_QUIET_LOOKS: u32 = 1;
-
 /// A worker looks at the global injector first every this many scheduling ticks, even
 /// with local work, so spawns and wakes from outside the pool are not starved. 61 as in
 /// Go's scheduler (a prime, so it does not beat with other periodic work), per DESIGN.md.

@@ -98,12 +98,6 @@ impl Idle {
         self.watchers.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// True if some worker is not registered to sleep: it may put work in its own queue.
-    pub(crate) fn any_awake(&self) -> bool {
-        // Relaxed: a hint for whether to keep watching; either answer is safe.
-        self.sleepers.load(Ordering::Relaxed) < self.workers
-    }
-
     /// Wakes every sleeper (shutdown).
     pub(crate) fn notify_all(&self) {
         self.event.notify(usize::MAX);

@@ -1,8 +1,8 @@
 //! loom models of the run queues and of parking, driven through the real worker code:
 //! processes pushed to the injector are taken by one worker's `next_task` (local queue,
 //! handoff slot and injector batches) and by another's `steal` (injector and
-//! steal-half), and every one is run exactly once; a worker going to sleep, as the
-//! watcher or not, never misses work that it alone can still run; a process handed to
+//! steal-half), and every one is run exactly once; a worker going to sleep never misses
+//! work that it alone can still run; a process handed to
 //! the slot `Running` by a wake races an abort or a shutdown and still ends exactly
 //! once; so does a resting process (its poll's transition to `Sleeping` put off) that
 //! the worker's next poll wakes, raced by an abort, a shutdown or a wake from another
@@ -148,19 +148,17 @@ fn loom_park_racing_remote_spawn() {
     });
 }
 
-/// Work a busy worker puts in its own queue wakes nobody while the other worker watches
-/// (`idle.rs`), so the watcher must look again when its sleep ends, and once it stops
-/// watching either its last look sees the work or the work's notification wakes it. The
-/// owner here takes a batch from the injector (which puts the rest in its own queue and
-/// notifies as fresh work does), runs one process, and never comes back, like a worker
-/// stuck in a long poll: only the other worker can run the rest. Under loom a timed sleep
-/// ends at once and one watch that finds nothing ends the watching
-/// (`WATCH_QUIET_LOOKS`), so the sleeper watches, then sleeps until woken. A lost
+/// Work a busy worker puts in its own queue must reach a worker gone to sleep: either its
+/// last look sees the work, or the work's notification wakes it. The owner here takes a
+/// batch from the injector (which puts the rest in its own queue and notifies as fresh
+/// work does), runs one process, and never comes back, like a worker stuck in a long
+/// poll: only the other worker can run the rest. (Under loom the queues' ages are off,
+/// so no work is fresh and the sleeper never watches: it sleeps until woken.) A lost
 /// wake-up leaves it asleep for good with a process left, which loom reports as a
 /// deadlock. (Once every process has run, the sleeper may rightly sleep for good: the
 /// shutdown then wakes it.)
 #[test]
-fn loom_watcher_never_misses_fresh_work() {
+fn loom_sleeper_never_misses_a_busy_workers_work() {
     const PROCESSES: usize = 2;
     loom::model(|| {
         let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None, Default::default());
