@@ -216,6 +216,26 @@ impl<T: AsRawFd + std::fmt::Debug> std::fmt::Debug for AsyncFd<T> {
 
 /// What [`AsyncFd::readable`] and [`AsyncFd::writable`] return: the readiness seen, to
 /// clear once the call it let through would block.
+///
+/// ```
+/// # csp::block_on(async {
+/// use std::io::{Read, Write};
+/// let (a, mut b) = std::os::unix::net::UnixStream::pair()?;
+/// a.set_nonblocking(true)?;
+/// let a = csp::net::AsyncFd::new(a)?;
+/// b.write_all(b"ping")?;
+/// let mut buf = [0; 16];
+/// let n = loop {
+///     let mut guard = a.readable().await?;
+///     // `try_io` clears the readiness when the read would block: wait again then.
+///     match guard.try_io(|fd| (&*fd.get_ref()).read(&mut buf)) {
+///         Ok(result) => break result?,
+///         Err(_would_block) => continue,
+///     }
+/// };
+/// assert_eq!(&buf[..n], b"ping");
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
 pub struct AsyncFdReadyGuard<'a, T: AsRawFd> {
     fd: &'a AsyncFd<T>,
     /// `None` once cleared.
@@ -224,6 +244,20 @@ pub struct AsyncFdReadyGuard<'a, T: AsRawFd> {
 
 /// The call [`AsyncFdReadyGuard::try_io`] ran would block: the readiness is cleared;
 /// wait again.
+///
+/// ```
+/// # csp::block_on(async {
+/// use std::io::Read;
+/// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+/// a.set_nonblocking(true)?;
+/// let a = csp::net::AsyncFd::new(a)?;
+/// let mut guard = a.writable().await?; // writable, but nothing to read
+/// let mut buf = [0; 1];
+/// let outcome = guard.try_io(|fd| (&*fd.get_ref()).read(&mut buf));
+/// let err: csp::net::TryIoError = outcome.unwrap_err();
+/// assert_eq!(err.to_string(), "the operation would block");
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TryIoError(());
 

@@ -9,7 +9,32 @@ use std::task::{Context, Poll};
 use futures::io::{AsyncRead, AsyncWrite};
 
 /// A stream socket that splits into owned halves: [`TcpStream`](crate::net::TcpStream),
-/// [`UnixStream`](crate::net::unix::UnixStream).
+/// [`UnixStream`](crate::net::unix::UnixStream). Sealed: it names the streams
+/// [`ReadHalf`] and [`WriteHalf`] take, for code generic over both.
+///
+/// ```
+/// use csp::net::{AsyncReadExt, ReadHalf, Split};
+///
+/// // Reads one line's worth of bytes from the read half of any stream socket.
+/// async fn first_bytes<S: Split>(reader: &mut ReadHalf<S>) -> std::io::Result<Vec<u8>>
+/// where
+///     for<'a> &'a S: futures::io::AsyncRead + futures::io::AsyncWrite,
+/// {
+///     let mut buf = vec![0; 16];
+///     let n = reader.read(&mut buf).await?;
+///     buf.truncate(n);
+///     Ok(buf)
+/// }
+///
+/// # csp::block_on(async {
+/// use csp::net::AsyncWriteExt;
+/// let (a, b) = csp::net::unix::UnixStream::pair()?;
+/// let (mut reader, _writer) = a.into_split();
+/// let (_, mut writer) = b.into_split();
+/// writer.write_all(b"hello").await?;
+/// assert_eq!(first_bytes(&mut reader).await?, b"hello");
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
 pub trait Split: sealed::Sealed + Send + Sync + 'static
 where
     for<'a> &'a Self: AsyncRead + AsyncWrite,
@@ -25,6 +50,28 @@ pub(crate) mod sealed {
 
 /// The read half of a stream socket (`into_split`). It reads; it writes too, through the
 /// same connection, for code generic over both.
+///
+/// ```
+/// # csp::block_on(async {
+/// use csp::net::{AsyncReadExt, AsyncWriteExt, TcpListener, TcpStream};
+/// let listener = TcpListener::bind("127.0.0.1:0").await?;
+/// let client = TcpStream::connect(listener.local_addr()?).await?;
+/// let (server, _) = listener.accept().await?;
+/// let (mut reader, mut writer) = server.into_split();
+/// // The read half and the write half each go to a process of their own.
+/// let echo = csp::spawn(async move {
+///     let mut buf = [0; 5];
+///     reader.read_exact(&mut buf).await?;
+///     writer.write_all(&buf).await
+/// });
+/// let (mut from_server, mut to_server) = client.into_split();
+/// to_server.write_all(b"hello").await?;
+/// let mut reply = [0; 5];
+/// from_server.read_exact(&mut reply).await?;
+/// assert_eq!(&reply, b"hello");
+/// echo.await.unwrap()?;
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct ReadHalf<S> {
     stream: Arc<S>,
@@ -33,6 +80,20 @@ pub struct ReadHalf<S> {
 /// The write half of a stream socket (`into_split`): dropped, it shuts the connection
 /// down for writing (the peer reads the end of the stream); the connection closes once
 /// both halves are gone.
+///
+/// ```
+/// # csp::block_on(async {
+/// use csp::net::{AsyncReadExt, AsyncWriteExt, TcpListener, TcpStream};
+/// let listener = TcpListener::bind("127.0.0.1:0").await?;
+/// let (_reader, mut writer) = TcpStream::connect(listener.local_addr()?).await?.into_split();
+/// let (mut server, _) = listener.accept().await?;
+/// writer.write_all(b"bye").await?;
+/// drop(writer); // the peer reads the end of the stream
+/// let mut all = Vec::new();
+/// server.read_to_end(&mut all).await?;
+/// assert_eq!(all, b"bye");
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct WriteHalf<S: Split>
 where

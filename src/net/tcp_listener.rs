@@ -192,7 +192,19 @@ impl TcpListener {
     }
 }
 
-/// The stream of [`TcpListener::incoming`].
+/// The stream of [`TcpListener::incoming`]: each accepted connection, forever (an
+/// accept error is an item, not the end).
+///
+/// ```
+/// # csp::block_on(async {
+/// use futures::StreamExt;
+/// let listener = csp::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let _client = csp::net::TcpStream::connect(listener.local_addr()?).await?;
+/// let mut incoming = listener.incoming();
+/// let conn = incoming.next().await.expect("incoming never ends")?;
+/// assert_eq!(conn.local_addr()?, listener.local_addr()?);
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
 #[must_use = "streams do nothing unless polled"]
 #[derive(Debug)]
 pub struct Incoming<'a> {
