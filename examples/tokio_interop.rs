@@ -7,16 +7,19 @@
 //! reply, and writes it back. A few tokio clients send lines concurrently and check what
 //! comes back.
 //!
-//! Nothing special is needed to mix the two: `csp::spawn` called from a tokio task runs
-//! the process on csp's default runtime, and csp's channel and `JoinHandle` futures are
-//! plain futures that tokio tasks can await.
+//! csp's channel and `JoinHandle` futures are plain futures that tokio tasks await, and
+//! `csp::spawn` from a tokio task runs the process on csp's default runtime. One line,
+//! `Builder::enter_tokio` (feature `tokio`), puts csp's threads in tokio's context, so
+//! the workers use tokio too: each reply goes out under a `tokio::time::timeout`. At the
+//! end the tokio side reads the csp runtime's counters through its `Handle`.
 //!
 //! ```text
-//! cargo run --example tokio_interop
+//! cargo run --example tokio_interop --features tokio
 //! ```
 
 use std::io;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -35,16 +38,26 @@ const LINES: [&str; 4] = [
     "goodbye",
 ];
 
+/// How long a worker waits for a connection to take its reply.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
 #[tokio::main]
 async fn main() -> io::Result<()> {
-    let echoes = serve_clients(CLIENTS, &LINES, WORKERS).await?;
+    // csp's default runtime, its threads in this tokio runtime's context.
+    let csp = csp::Runtime::builder()
+        .enter_tokio(tokio::runtime::Handle::current())
+        .build_default()?;
+    let echoes = serve_clients(&csp, CLIENTS, &LINES, WORKERS).await?;
     for client_echoes in &echoes {
         assert_eq!(*client_echoes, upper_case(&LINES));
     }
+    let metrics = csp.metrics();
     println!(
         "tokio_interop: {CLIENTS} clients each had {} lines upper-cased by {WORKERS} csp \
-         workers",
-        LINES.len()
+         workers ({} processes spawned, {} alive)",
+        LINES.len(),
+        metrics.spawned,
+        metrics.processes_alive,
     );
     Ok(())
 }
@@ -54,17 +67,19 @@ pub fn upper_case(lines: &[&str]) -> Vec<String> {
     lines.iter().map(|line| line.to_uppercase()).collect()
 }
 
-/// Starts the pool of `workers` csp processes and the server, runs `clients` clients
-/// at once, each sending `lines`, then shuts everything down; returns what each client
-/// received back.
+/// Starts the pool of `workers` csp processes on the runtime of `csp` (whose threads
+/// are in this tokio runtime's context) and the server, runs `clients` clients at once,
+/// each sending `lines`, then shuts everything down; returns what each client received
+/// back.
 pub async fn serve_clients(
+    csp: &csp::Handle,
     clients: usize,
     lines: &[&str],
     workers: usize,
 ) -> io::Result<Vec<Vec<String>>> {
     let (jobs, inbox) = csp::channel::<Job>();
     let pool: Vec<csp::JoinHandle<()>> = (0..workers)
-        .map(|_| csp::spawn(worker(inbox.clone())))
+        .map(|_| csp.spawn(worker(inbox.clone())))
         .collect();
     drop(inbox);
 
@@ -97,11 +112,14 @@ struct Job {
     reply: csp::Sender<String>,
 }
 
-/// A csp worker process: serves jobs until every `Sender` of jobs is gone.
+/// A csp worker process: serves jobs until every `Sender` of jobs is gone. Its reply
+/// waits under a tokio timer, which works because the process's thread is in tokio's
+/// context (`Builder::enter_tokio`).
 async fn worker(jobs: csp::Receiver<Job>) {
     while let Ok(Job { line, reply }) = jobs.recv().await {
-        // The connection may have closed meanwhile; then nobody wants the reply.
-        let _ = reply.send(line.to_uppercase()).await;
+        // The connection may have closed meanwhile, or stalled: then the reply is
+        // dropped.
+        let _ = tokio::time::timeout(REPLY_TIMEOUT, reply.send(line.to_uppercase())).await;
     }
 }
 

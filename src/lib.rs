@@ -37,21 +37,28 @@
 //! Beyond channels:
 //!
 //! - [`alt!`] and [`prialt!`] choose among sends and receives atomically (exactly one
-//!   fires, no value is lost), with guards, timeouts (`after`) and `default`; [`Select`]
-//!   builds such a choice at run time.
-//! - [`par!`] runs futures as parallel processes and waits for all of them;
-//!   [`pipe`] chains processes into pipelines that tear down when their tail is dropped.
+//!   fires, no value is lost), with guards, timeouts (`after`, `at`), cancellation
+//!   (`cancelled`) and `default`; [`Select`] builds such a choice at run time.
+//! - Structured concurrency: [`par!`] runs futures as parallel processes and waits for
+//!   all of them, and [`try_par!`] does so for `Result`s; in both, the first failure
+//!   aborts the other branches. A [`JoinSet`] owns a set of processes, aborted when it is
+//!   dropped; a [`CancellationToken`] is a cancellation signal apart from channel
+//!   closure. [`pipe`] chains processes into pipelines that tear down when their tail is
+//!   dropped.
 //! - Timers are events like any other: [`sleep`], [`timeout`], and the channels
 //!   [`after`] and [`tick`], which compose with `alt!`.
 //! - With the `io` feature (on by default), `csp::net` has sockets for processes, served
 //!   by the runtime's own I/O driver, which its workers sleep in while they wait for
 //!   work;
 //!   [`Builder::on_thread_start`] can put csp's threads in another runtime's context
-//!   (tokio's, say), and [`Sender::sink`] makes a sender a `futures::Sink`.
+//!   (with the `tokio` feature, `Builder::enter_tokio` does it for tokio in one line),
+//!   and [`Sender::sink`] makes a sender a `futures::Sink`.
 //! - [`#[csp::main]`](macro@main) and [`#[csp::test]`](macro@test) run an `async fn` on
 //!   a runtime; a program whose processes all wait on one another forever is reported,
 //!   naming each process and what it waits on, instead of hanging (see
-//!   [`Builder::deadlock_detection`]).
+//!   [`Builder::deadlock_detection`], and [`Builder::on_deadlock`] for a runtime no
+//!   `block_on` waits on). [`Handle::metrics`] and [`Handle::processes`] read a
+//!   runtime's counters and dump from anywhere.
 //!
 //! ```
 //! use std::time::Duration;
@@ -124,8 +131,10 @@ extern crate self as csp;
 struct ReadmeDoctests;
 
 mod alt;
+mod cancel;
 mod chan;
 mod id;
+mod join_set;
 pub(crate) mod loom;
 mod par;
 pub mod pipe;
@@ -136,6 +145,7 @@ mod tuning;
 mod wait;
 
 pub use alt::{Select, SelectFuture, Selected};
+pub use cancel::{CancellationToken, Cancelled, DropGuard};
 /// CSP choice: waits until one of several channel operations can complete, performs
 /// exactly that one, and evaluates to its arm's body. Among arms ready at once, one is
 /// picked uniformly at random ([`prialt!`] picks the first in written order).
@@ -166,16 +176,24 @@ pub use alt::{Select, SelectFuture, Selected};
 ///   slice (or array, or `Vec`); whichever can take it first does, and `i` is its
 ///   position; an empty set is a disabled arm;
 /// - `closed(tx) => ..`: fires once the channel of `tx` is closed;
+/// - `cancelled(token) => ..`: fires once the [`CancellationToken`] `token` (or a
+///   reference to one) is cancelled;
 /// - `after(duration) => ..`: fires once `duration` has passed since the alt started
-///   with no other arm fired (at most one per alt);
+///   with no other arm fired;
+/// - `at(deadline) => ..`: fires once the [`Instant`](std::time::Instant) `deadline`
+///   has passed with no other arm fired (at once if it has passed and no arm is ready);
+///   an alt takes one `after` or `at` arm;
 /// - `default => ..`: runs if no arm is ready right now (the alt does not wait; not
-///   together with `after`). The choice is linearizable, as Go's `select` with
+///   together with `after` or `at`). The choice is linearizable, as Go's `select` with
 ///   `default` and crossbeam's `try_select` are: `default` runs only if there was one
 ///   moment at which no other arm could complete, whatever other threads do to the
 ///   channels meanwhile (see [Choosing without waiting](crate#choosing-without-waiting)).
 ///
-/// Channel operands may be ends or references to ends; they are borrowed, never moved.
-/// `return`, `?`, `break` and `continue` in a body act on the enclosing function or loop.
+/// Channel operands may be ends or references to ends; they are borrowed, never moved,
+/// and only while the alt chooses: the chosen arm's body runs after every arm has been
+/// dropped, so a body may assign to what another arm's operand borrowed (Go's timer
+/// reset, below). `return`, `?`, `break` and `continue` in a body act on the enclosing
+/// function or loop.
 /// Dropping the future that contains a pending `alt!` has no effect on any channel
 /// (except that an operation a counterpart already committed to still takes effect: a
 /// value handed to a recv arm goes back to its channel). With every arm disabled and no
@@ -211,7 +229,37 @@ pub use alt::{Select, SelectFuture, Selected};
 /// # drop((jobs_tx, inboxes));
 /// # });
 /// ```
+///
+/// An idle timeout reset by every message, as Go's `timer = time.After(d)` in a
+/// `select` loop, and a deadline for the whole conversation:
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// # csp::block_on(async {
+/// let (tx, rx) = csp::bounded::<u32>(4);
+/// for i in 0..3 {
+///     tx.try_send(i).unwrap();
+/// }
+/// let give_up = Instant::now() + Duration::from_secs(10);
+/// let mut idle = csp::after(Duration::from_millis(20));
+/// let mut got = Vec::new();
+/// loop {
+///     csp::alt! {
+///         recv(rx) -> msg => {
+///             got.push(msg.unwrap());
+///             idle = csp::after(Duration::from_millis(20)); // `idle` was an operand
+///         }
+///         recv(idle) -> _ => break, // 20 ms without a message
+///         at(give_up) => break,
+///     }
+/// }
+/// assert_eq!(got, [0, 1, 2]);
+/// # drop(tx);
+/// # });
+/// ```
 pub use csp_macros::alt;
+pub use join_set::{JoinNext, JoinSet};
 
 /// As [`alt!`], but among arms ready at once, the first in written order fires.
 ///
@@ -264,23 +312,69 @@ pub use csp_macros::prialt;
 /// be `Send + 'static`: move what it needs into it (`futures::join!` joins futures that
 /// borrow, inside one process). The process of a branch is `spawned_at` the branch.
 ///
-/// If a branch panics, `par!` still waits for every other branch to end, then resumes
-/// the panic of the first branch in written order that panicked; the other outputs are
-/// dropped. (A branch cancelled because its runtime is shutting down counts, in that
-/// order, as a panic that says so.)
+/// The first branch to panic fails the whole `par!` at once: every other branch still
+/// running is aborted (as [`JoinHandle::abort`] does), and once each has ended, its
+/// future dropped, `par!` resumes that panic; outputs of branches that had completed are
+/// dropped. A branch caught in a long poll ends when that poll returns. (A branch
+/// cancelled because its runtime is shutting down, with no branch failed, makes `par!`
+/// panic with a message that says so.)
 ///
 /// ```
-/// let rt = csp::Runtime::new().unwrap();
-/// let caller = rt.spawn(async {
-///     csp::par!(async { 1 }, async { panic!("first") }, async { panic!("second") })
+/// # csp::block_on(async {
+/// // A pool of four workers; one fails at item 10, the others would wait forever.
+/// let (_keep_open, rx) = csp::channel::<u32>();
+/// let failed = csp::spawn(async move {
+///     csp::par!(for worker in 0..4 => {
+///         let rx = rx.clone();
+///         async move {
+///             if worker == 2 {
+///                 panic!("item 10 is malformed");
+///             }
+///             while let Ok(_item) = rx.recv().await {} // never ends on its own
+///         }
+///     })
 /// });
-/// let payload = rt.block_on(caller).unwrap_err().into_panic();
-/// assert_eq!(*payload.downcast::<&str>().unwrap(), "first");
+/// let payload = failed.await.unwrap_err().into_panic();
+/// assert_eq!(*payload.downcast::<&str>().unwrap(), "item 10 is malformed");
+/// # });
 /// ```
 ///
-/// Dropping the future that contains a pending `par!` aborts every branch still running
-/// (as [`JoinHandle::abort`] does): their futures are dropped.
+/// Dropping the future that contains a pending `par!` aborts every branch still running:
+/// their futures are dropped. For branches that return `Result`, [`try_par!`] fails on
+/// the first `Err` too.
 pub use csp_macros::par;
+
+/// As [`par!`], for branches that return `Result<_, E>` (one `E` for all): evaluates to
+/// `Ok` of the outputs, or to the first error. The first branch to fail, by returning
+/// `Err` or by panicking, has every other branch still running aborted; once each has
+/// ended, its future dropped, `try_par!` returns that `Err` (or resumes that panic). The
+/// role of tokio's `try_join!` and Go's `errgroup`, with the branches as parallel
+/// processes.
+///
+/// ```
+/// # csp::block_on(async {
+/// use std::time::Duration;
+///
+/// async fn fetch(id: u32) -> Result<u32, String> {
+///     if id == 3 {
+///         return Err(format!("record {id} is missing"));
+///     }
+///     csp::sleep(Duration::from_secs(3600)).await; // cancelled long before
+///     Ok(id)
+/// }
+///
+/// let all = csp::try_par!(fetch(1), fetch(2), fetch(3));
+/// assert_eq!(all, Err("record 3 is missing".to_string()));
+///
+/// let squares = csp::try_par!(for i in 1..=3u64 => async move { Ok::<_, String>(i * i) });
+/// assert_eq!(squares, Ok(vec![1, 4, 9]));
+/// # });
+/// ```
+///
+/// As with `par!`, `try_par!(a, b, ..)` makes a tuple (`Result<(A, B, ..), E>`) and
+/// `try_par!(for PATTERN in ITERATOR => FUTURE)` a `Vec` (`Result<Vec<T>, E>`); each
+/// branch is a process, so it must be `Send + 'static`.
+pub use csp_macros::try_par;
 
 /// Runs an `async fn` on a new csp runtime; usually `main`.
 ///

@@ -1,23 +1,239 @@
-//! Parallel composition: the future that `par!` awaits.
+//! Parallel composition: the future that `par!` and `try_par!` await.
 //!
-//! `par!` spawns each branch as a process and wraps its `JoinHandle` in a [`ParBranch`],
-//! which aborts the process if it is dropped before the process ends. A [`ParJoin`] owns
-//! the branches (a nested tuple of them for `par!(a, b, ..)`, a `Vec` for the replicated
-//! form) and awaits them one after the other, in written order: it must wait for every
-//! branch anyway, and waiting on one at a time costs O(n) polls for the whole join, with
-//! a single waker registered at a time and nothing allocated while waiting. Once every
-//! branch has ended it hands out the outputs in order, or resumes the panic of the first
-//! branch, in written order, that did not complete.
+//! The macros spawn each branch as a process running a [`ParTask`], the branch's future
+//! wrapped to report a failure (a panic, or for `try_par!` an `Err`) to the branches'
+//! shared [`ParGroup`] the moment it happens, and keep its `JoinHandle` in a
+//! [`ParBranch`], which aborts the process if it is dropped before the process ends.
+//! A [`ParJoin`] owns the branches (a nested tuple of them for `par!(a, b, ..)`, a `Vec`
+//! for the replicated form) and awaits them one after the other, in written order: it
+//! must wait for every branch anyway, and waiting on one at a time costs O(n) polls for
+//! the whole join, with a single waker registered in a branch at a time and nothing
+//! allocated while waiting. The group holds the join's waker too, so a failure of any
+//! branch wakes the join at once: it aborts every branch still running, waits until
+//! each has ended (its future dropped), and then resumes the panic or returns the error.
+//! Once every branch has completed it hands out the outputs in order.
 
+use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
-use std::mem;
-use std::panic;
+use std::mem::ManuallyDrop;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll, Waker, ready};
 
+use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::loom::sync::{Arc, Mutex};
 use crate::task::JoinError;
 use crate::wait::JoinHandle;
+
+/// Why a branch failed: what the join hands on.
+enum Failure<E> {
+    Panic(Box<dyn std::any::Any + Send + 'static>),
+    Err(E),
+}
+
+/// What the branches of one `par!` or `try_par!` share with its join: the first
+/// failure, and the join's waker. `E` is the branches' error type (`Infallible` for
+/// `par!`).
+pub struct ParGroup<E> {
+    shared: Arc<Group<E>>,
+}
+
+struct Group<E> {
+    /// Set once, with the first failure stored: lets the join's polls skip the lock.
+    failed: AtomicBool,
+    state: Mutex<GroupState<E>>,
+}
+
+struct GroupState<E> {
+    /// The first failure, until the join takes it.
+    failure: Option<Failure<E>>,
+    /// The join's waker, from its latest poll.
+    join: Option<Waker>,
+}
+
+impl<E> ParGroup<E> {
+    /// A group with no branch failed.
+    #[allow(clippy::new_without_default)] // made only by the macros
+    pub fn new() -> ParGroup<E> {
+        ParGroup {
+            shared: Arc::new(Group {
+                failed: AtomicBool::new(false),
+                state: Mutex::new(GroupState {
+                    failure: None,
+                    join: None,
+                }),
+            }),
+        }
+    }
+}
+
+impl<E> Group<E> {
+    /// Records `failure` if it is the first, and wakes the join.
+    fn fail(&self, failure: Failure<E>) {
+        let mut state = self.state.lock();
+        if state.failure.is_some() {
+            drop(state);
+            // A later failure is dropped, outside the lock: its `Drop` is user code.
+            drop(failure);
+            return;
+        }
+        state.failure = Some(failure);
+        // Release: the join that reads `true` then locks, and finds the failure anyway;
+        // the flag only spares its polls the lock while nothing has failed.
+        self.failed.store(true, Ordering::Release);
+        let join = state.join.take();
+        drop(state);
+        if let Some(join) = join {
+            join.wake();
+        }
+    }
+
+    /// Whether a branch has failed; if none has, `waker` is woken when one does.
+    fn failed_or_register(&self, waker: &Waker) -> bool {
+        // Acquire: pairs with the store in `fail` (see there).
+        if self.failed.load(Ordering::Acquire) {
+            return true;
+        }
+        let mut state = self.state.lock();
+        if state.failure.is_some() {
+            return true;
+        }
+        match &state.join {
+            Some(join) if join.will_wake(waker) => {}
+            _ => state.join = Some(waker.clone()),
+        }
+        false
+    }
+
+    /// The first failure, once.
+    fn take_failure(&self) -> Option<Failure<E>> {
+        self.state.lock().failure.take()
+    }
+}
+
+/// How a branch's output splits into what the join hands out and a failure.
+#[diagnostic::on_unimplemented(
+    message = "a `try_par!` branch must evaluate to a `Result`, not `{O}`",
+    label = "this branch's future has output `{O}`",
+    note = "every branch of `try_par!` returns `Result<_, E>`, with one `E` for all; \
+            `par!` takes branches of any output"
+)]
+pub trait ParKind<O> {
+    /// What the join hands out for the branch.
+    type Value;
+    /// The failure that cancels the other branches.
+    type Error;
+
+    /// The value, or the failure.
+    fn split(output: O) -> Result<Self::Value, Self::Error>;
+}
+
+/// `par!`'s branches: any output; only a panic fails.
+#[derive(Debug)]
+pub enum All {}
+
+impl<O> ParKind<O> for All {
+    type Value = O;
+    type Error = Infallible;
+
+    #[inline]
+    fn split(output: O) -> Result<O, Infallible> {
+        Ok(output)
+    }
+}
+
+/// `try_par!`'s branches: a `Result`, whose `Err` fails as a panic does.
+#[derive(Debug)]
+pub enum Try {}
+
+impl<T, E> ParKind<Result<T, E>> for Try {
+    type Value = T;
+    type Error = E;
+
+    #[inline]
+    fn split(output: Result<T, E>) -> Result<T, E> {
+        output
+    }
+}
+
+/// A branch's future, as its process runs it: a failure goes to the group (and wakes
+/// the join) the moment it happens, and the process completes with `None`.
+pub struct ParTask<F, K: ParKind<F::Output>>
+where
+    F: Future,
+{
+    /// Pinned with the task; dropped in place by `Drop`, exactly once.
+    future: ManuallyDrop<F>,
+    group: Arc<Group<K::Error>>,
+}
+
+impl<F, K> Future for ParTask<F, K>
+where
+    F: Future,
+    K: ParKind<F::Output>,
+{
+    type Output = Option<K::Value>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<K::Value>> {
+        // SAFETY: `future` is structurally pinned: it is never moved out of the task,
+        // only dropped in place by `Drop`.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        let future = unsafe { Pin::new_unchecked(&mut *this.future) };
+        // A panic is caught here, not by the worker, so that the join hears of it now,
+        // not when it comes to this branch's handle in written order.
+        match panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(match K::split(output) {
+                Ok(value) => Some(value),
+                Err(err) => {
+                    this.group.fail(Failure::Err(err));
+                    None
+                }
+            }),
+            Err(payload) => {
+                this.group.fail(Failure::Panic(payload));
+                Poll::Ready(None)
+            }
+        }
+    }
+}
+
+impl<F, K> Drop for ParTask<F, K>
+where
+    F: Future,
+    K: ParKind<F::Output>,
+{
+    fn drop(&mut self) {
+        // SAFETY: the only place the future is dropped; never touched again.
+        let dropped = panic::catch_unwind(AssertUnwindSafe(|| unsafe {
+            ManuallyDrop::drop(&mut self.future)
+        }));
+        if let Err(payload) = dropped {
+            // A future whose drop panics fails its branch as a panic in its poll does.
+            self.group.fail(Failure::Panic(payload));
+        }
+    }
+}
+
+/// Spawns `future` as a branch of the `par!` or `try_par!` whose branches share `group`.
+#[track_caller]
+pub fn spawn_branch<K, F>(group: &ParGroup<K::Error>, future: F) -> ParBranch<K::Value>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    K: ParKind<F::Output> + 'static,
+    K::Value: Send + 'static,
+    K::Error: Send + 'static,
+{
+    ParBranch {
+        state: Branch::Running(crate::spawn(ParTask::<F, K> {
+            future: ManuallyDrop::new(future),
+            group: group.shared.clone(),
+        })),
+    }
+}
 
 /// One branch of a `par!`: its process while it runs, then how it ended.
 ///
@@ -27,19 +243,13 @@ pub struct ParBranch<T> {
 }
 
 enum Branch<T> {
-    Running(JoinHandle<T>),
-    Ended(Result<T, JoinError>),
+    Running(JoinHandle<Option<T>>),
+    /// `Ok(None)`: it failed (the failure is the group's); `Err`: cancelled.
+    Ended(Result<Option<T>, JoinError>),
     Taken,
 }
 
 impl<T> ParBranch<T> {
-    /// A branch running `process`.
-    pub fn new(process: JoinHandle<T>) -> ParBranch<T> {
-        ParBranch {
-            state: Branch::Running(process),
-        }
-    }
-
     /// Waits until the process has ended and keeps its result.
     fn poll_end(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if let Branch::Running(process) = &mut self.state {
@@ -49,10 +259,19 @@ impl<T> ParBranch<T> {
         Poll::Ready(())
     }
 
-    /// The result, once the process has ended.
-    fn take(&mut self) -> Result<T, JoinError> {
-        match mem::replace(&mut self.state, Branch::Taken) {
-            Branch::Ended(result) => result,
+    /// Aborts the process if it is still running.
+    fn abort(&self) {
+        if let Branch::Running(process) = &self.state {
+            process.abort();
+        }
+    }
+
+    /// The output, once the process has ended: `Err(None)` if it failed, the
+    /// cancellation if it was cancelled.
+    fn take(&mut self) -> Result<T, Option<JoinError>> {
+        match std::mem::replace(&mut self.state, Branch::Taken) {
+            Branch::Ended(Ok(output)) => output.ok_or(None),
+            Branch::Ended(Err(err)) => Err(Some(err)),
             Branch::Running(_) | Branch::Taken => {
                 unreachable!("a par! branch's result taken before it ended, or twice")
             }
@@ -62,9 +281,7 @@ impl<T> ParBranch<T> {
 
 impl<T> Drop for ParBranch<T> {
     fn drop(&mut self) {
-        if let Branch::Running(process) = &self.state {
-            process.abort();
-        }
+        self.abort();
     }
 }
 
@@ -72,12 +289,17 @@ impl<T> fmt::Debug for ParBranch<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.state {
             Branch::Running(process) => f.debug_tuple("Running").field(process).finish(),
-            Branch::Ended(Ok(_)) => f.write_str("Completed"),
-            Branch::Ended(Err(err)) => f.debug_tuple("Failed").field(err).finish(),
+            Branch::Ended(Ok(Some(_))) => f.write_str("Completed"),
+            Branch::Ended(Ok(None)) => f.write_str("Failed"),
+            Branch::Ended(Err(err)) => f.debug_tuple("Cancelled").field(err).finish(),
             Branch::Taken => f.write_str("Taken"),
         }
     }
 }
+
+/// The first branch in written order that did not complete: its position, and its
+/// cancellation (`None`: it failed).
+pub type Missing = (usize, Option<JoinError>);
 
 /// The branches of a `par!`, in written order: `()`, or a [`ParBranch`] followed by
 /// more branches (`(ParBranch<A>, (ParBranch<B>, ()))` for `par!(a, b)`), or a `Vec` of
@@ -92,9 +314,13 @@ pub trait ParBranches {
     /// Waits until branch `index` (`< count()`) has ended.
     fn poll_branch(&mut self, index: usize, cx: &mut Context<'_>) -> Poll<()>;
 
-    /// Once every branch has ended: the outputs, or the position and error of the first
-    /// branch in written order that did not complete.
-    fn take_outputs(&mut self) -> Result<Self::Output, (usize, JoinError)>;
+    /// Aborts every branch still running.
+    fn abort(&self);
+
+    /// Once every branch has ended: the outputs, or the position of the first branch
+    /// in written order that did not complete, with its cancellation (`None`: it
+    /// failed).
+    fn take_outputs(&mut self) -> Result<Self::Output, Missing>;
 }
 
 impl ParBranches for () {
@@ -108,7 +334,9 @@ impl ParBranches for () {
         unreachable!("par! branch {index} of none")
     }
 
-    fn take_outputs(&mut self) -> Result<(), (usize, JoinError)> {
+    fn abort(&self) {}
+
+    fn take_outputs(&mut self) -> Result<(), Missing> {
         Ok(())
     }
 }
@@ -127,14 +355,15 @@ impl<T, Rest: ParBranches> ParBranches for (ParBranch<T>, Rest) {
         }
     }
 
-    fn take_outputs(&mut self) -> Result<(T, Rest::Output), (usize, JoinError)> {
-        let first = self.0.take().map_err(|err| (0, err));
-        let rest = self.1.take_outputs().map_err(|(i, err)| (i + 1, err));
-        match (first, rest) {
-            (Ok(first), Ok(rest)) => Ok((first, rest)),
-            (Err(err), Ok(_)) | (Ok(_), Err(err)) => Err(err),
-            (Err(a), Err(b)) => Err(first_failure(a, b)),
-        }
+    fn abort(&self) {
+        self.0.abort();
+        self.1.abort();
+    }
+
+    fn take_outputs(&mut self) -> Result<(T, Rest::Output), Missing> {
+        let first = self.0.take().map_err(|err| (0, err))?;
+        let rest = self.1.take_outputs().map_err(|(i, err)| (i + 1, err))?;
+        Ok((first, rest))
     }
 }
 
@@ -149,128 +378,149 @@ impl<T> ParBranches for Vec<ParBranch<T>> {
         self[index].poll_end(cx)
     }
 
-    fn take_outputs(&mut self) -> Result<Vec<T>, (usize, JoinError)> {
+    fn abort(&self) {
+        self.iter().for_each(ParBranch::abort);
+    }
+
+    fn take_outputs(&mut self) -> Result<Vec<T>, Missing> {
         let mut outputs = Vec::with_capacity(self.len());
-        let mut failed = None;
         for (i, branch) in self.iter_mut().enumerate() {
-            match branch.take() {
-                Ok(output) => outputs.push(output),
-                Err(err) => {
-                    failed = Some(match failed {
-                        None => (i, err),
-                        Some(earlier) => first_failure(earlier, (i, err)),
-                    });
-                }
-            }
+            outputs.push(branch.take().map_err(|err| (i, err))?);
         }
-        match failed {
-            None => Ok(outputs),
-            Some(failure) => Err(failure),
-        }
+        Ok(outputs)
     }
 }
 
-/// Which of two failed branches `par!` reports (`earlier` comes first in written
-/// order): the first that panicked, else the first cancelled.
-fn first_failure(earlier: (usize, JoinError), later: (usize, JoinError)) -> (usize, JoinError) {
-    if !earlier.1.is_panic() && later.1.is_panic() {
-        later
-    } else {
-        earlier
-    }
-}
-
-/// The future of a `par!`: waits for every branch to end, then evaluates to their
-/// outputs in written order, or resumes the panic of the first branch in written order
-/// that panicked. Dropping it before then aborts every branch still running.
+/// The future of a `par!` or `try_par!`: waits for every branch to end, then evaluates
+/// to their outputs in written order. The first branch to fail (panic, or return `Err`
+/// in a `try_par!`) has every other branch aborted; once they have all ended, the join
+/// resumes the panic or evaluates to the error. Dropping it before then aborts every
+/// branch still running.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
-pub struct ParJoin<B> {
+pub struct ParJoin<B, E> {
     branches: B,
+    group: ParGroup<E>,
     /// The first branch not known to have ended; `count()` once all have, and
     /// `usize::MAX` after the outputs were handed out.
     next: usize,
+    /// Whether a failure had the branches aborted.
+    aborted: bool,
 }
 
 // No output is ever pinned: they are moved out by value.
-impl<B> Unpin for ParJoin<B> {}
+impl<B, E> Unpin for ParJoin<B, E> {}
 
-impl<B: ParBranches> ParJoin<B> {
-    /// Joins `branches`.
-    pub fn new(branches: B) -> ParJoin<B> {
-        ParJoin { branches, next: 0 }
+impl<B: ParBranches, E> ParJoin<B, E> {
+    /// Joins `branches`, spawned into `group`.
+    pub fn new(branches: B, group: ParGroup<E>) -> ParJoin<B, E> {
+        ParJoin {
+            branches,
+            group,
+            next: 0,
+            aborted: false,
+        }
     }
 }
 
-impl<T> ParJoin<Vec<ParBranch<T>>> {
+impl<T, E> ParJoin<Vec<ParBranch<T>>, E> {
     /// A replicated join with room for `capacity` branches; add them with
     /// [`push`](Self::push) before polling.
-    pub fn with_capacity(capacity: usize) -> Self {
-        ParJoin::new(Vec::with_capacity(capacity))
+    pub fn with_capacity(capacity: usize, group: ParGroup<E>) -> Self {
+        ParJoin::new(Vec::with_capacity(capacity), group)
     }
 
-    /// Adds the branch running `process`.
-    pub fn push(&mut self, process: JoinHandle<T>) {
+    /// Adds a branch spawned into this join's group ([`group`](Self::group)).
+    pub fn push(&mut self, branch: ParBranch<T>) {
         debug_assert_eq!(self.next, 0, "a branch added to a par! already polled");
-        self.branches.push(ParBranch::new(process));
+        self.branches.push(branch);
+    }
+
+    /// The group to spawn this join's branches into.
+    pub fn group(&self) -> &ParGroup<E> {
+        &self.group
     }
 }
 
-impl<B: ParBranches> Future for ParJoin<B> {
-    type Output = B::Output;
+impl<B: ParBranches, E> Future for ParJoin<B, E> {
+    type Output = Result<B::Output, E>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<B::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<B::Output, E>> {
         let this = self.get_mut();
         let count = this.branches.count();
         assert!(
             this.next <= count,
             "a par! future polled after it completed"
         );
-        while this.next < count {
+        loop {
+            if !this.aborted && this.group.shared.failed_or_register(cx.waker()) {
+                this.branches.abort();
+                this.aborted = true;
+            }
+            if this.next == count {
+                break;
+            }
             ready!(this.branches.poll_branch(this.next, cx));
             this.next += 1;
         }
         this.next = usize::MAX;
-        match this.branches.take_outputs() {
-            Ok(outputs) => Poll::Ready(outputs),
-            Err((index, err)) => match err.try_into_panic() {
-                Ok(payload) => panic::resume_unwind(payload),
-                // Nothing but the join holds a branch's handle, so only the runtime
-                // shutting down can have cancelled it.
-                Err(err) => panic!(
+        match this.group.shared.take_failure() {
+            Some(Failure::Panic(payload)) => panic::resume_unwind(payload),
+            Some(Failure::Err(err)) => Poll::Ready(Err(err)),
+            None => match this.branches.take_outputs() {
+                Ok(outputs) => Poll::Ready(Ok(outputs)),
+                // Nothing but the join holds a branch's handle, and no branch failed, so
+                // only the runtime shutting down can have cancelled it.
+                Err((index, Some(err))) => panic!(
                     "csp: par! branch {index} did not complete: {err} (its runtime is \
                      shutting down)"
                 ),
+                Err((index, None)) => {
+                    unreachable!("par! branch {index} failed, and its group has no failure")
+                }
             },
         }
     }
 }
 
-impl<B: ParBranches> fmt::Debug for ParJoin<B> {
+impl<B: ParBranches, E> fmt::Debug for ParJoin<B, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let count = self.branches.count();
         f.debug_struct("ParJoin")
             .field("branches", &count)
             .field("ended", &self.next.min(count))
+            .field("failed", &self.aborted)
             .finish()
     }
 }
 
-/// What `par!` expands to; not part of the API.
-pub mod macro_support {
-    pub use super::{ParBranch, ParBranches, ParJoin};
+impl<E> fmt::Debug for ParGroup<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParGroup")
+            // Relaxed: a snapshot for display.
+            .field("failed", &self.shared.failed.load(Ordering::Relaxed))
+            .finish()
+    }
 }
 
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_panic_is_reported_before_an_earlier_cancellation() {
-        let cancelled = |i| (i, JoinError::cancelled(i as u64));
-        let panicked = |i| (i, JoinError::panicked(i as u64, Box::new("boom")));
-        assert_eq!(first_failure(cancelled(0), panicked(3)).0, 3);
-        assert_eq!(first_failure(panicked(1), panicked(2)).0, 1);
-        assert_eq!(first_failure(panicked(1), cancelled(2)).0, 1);
-        assert_eq!(first_failure(cancelled(0), cancelled(2)).0, 0);
+impl<F: Future, K: ParKind<F::Output>> fmt::Debug for ParTask<F, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParTask").finish_non_exhaustive()
     }
+}
+
+/// `par!`'s output: its join's, which cannot be an error.
+#[inline]
+pub fn into_ok<T>(result: Result<T, Infallible>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(never) => match never {},
+    }
+}
+
+/// What `par!` and `try_par!` expand to; not part of the API.
+pub mod macro_support {
+    pub use super::{
+        All, Missing, ParBranch, ParBranches, ParGroup, ParJoin, ParKind, ParTask, Try, into_ok,
+        spawn_branch,
+    };
 }

@@ -830,3 +830,168 @@ fn a_leaked_alt_future_that_was_handed_a_value_gives_it_back() {
         assert_eq!(drops.get(), 1);
     });
 }
+
+#[test]
+fn at_fires_at_its_instant_unless_an_arm_is_ready() {
+    bounded(30, || {
+        let rt = runtime(2, "alt-at");
+        rt.block_on(async {
+            let (tx, rx) = csp::bounded::<u32>(1);
+            // Nothing ready: the deadline fires, never before it.
+            let deadline = Instant::now() + Duration::from_millis(4);
+            let fired = csp::alt! {
+                recv(rx) -> _msg => "recv",
+                at(deadline) => "at",
+            };
+            assert_eq!(fired, "at");
+            assert!(Instant::now() >= deadline);
+            // A deadline already past fires at once when no arm is ready...
+            let fired = csp::alt! {
+                recv(rx) -> _msg => "recv",
+                at(deadline) => "at",
+            };
+            assert_eq!(fired, "at");
+            // ...and loses to a ready arm, in alt! as in prialt! with it written first.
+            tx.try_send(5).unwrap();
+            let got = csp::alt! {
+                at(deadline) => 0,
+                recv(rx) -> msg => msg.unwrap(),
+            };
+            assert_eq!(got, 5);
+            // A false guard disables it, its instant not evaluated.
+            let later = csp::spawn(async move {
+                csp::sleep(Duration::from_millis(2)).await;
+                tx.send(6).await.unwrap();
+            });
+            let evaluated = std::cell::Cell::new(false);
+            let got = csp::prialt! {
+                at({ evaluated.set(true); deadline }) if false => 0,
+                recv(rx) -> msg => msg.unwrap(),
+            };
+            assert_eq!(got, 6);
+            assert!(!evaluated.get());
+            later.await.unwrap();
+        });
+        assert_eq!(rt.metrics().timers_armed, 0, "the alts left a timer behind");
+    });
+}
+
+#[test]
+fn a_body_may_reassign_an_operand_another_arm_borrowed() {
+    // Go's `timer = time.After(d)` in a select loop: each message resets the idle timer,
+    // which fires only once the messages stop. The bodies assign to `idle`, an operand
+    // of the other arm and of their own: every arm is dropped by then.
+    bounded(30, || {
+        let rt = runtime(2, "alt-reset");
+        let idle_after = Duration::from_millis(500);
+        let (got, idled) = rt.block_on(async {
+            let (tx, rx) = csp::channel::<u32>();
+            let (go_on, resume) = csp::bounded::<()>(1);
+            let producer = csp::spawn(async move {
+                for i in 0..20 {
+                    tx.send(i).await.unwrap();
+                }
+                // Quiet until the consumer has noticed; then more, and the end.
+                resume.recv().await.unwrap();
+                for i in 20..40 {
+                    tx.send(i).await.unwrap();
+                }
+            });
+            let mut idle = csp::after(idle_after);
+            let mut got = Vec::new();
+            let mut idled = 0;
+            loop {
+                csp::alt! {
+                    recv(rx) -> msg => match msg {
+                        Ok(v) => {
+                            got.push(v);
+                            idle = csp::after(idle_after);
+                        }
+                        Err(_) => break,
+                    },
+                    recv(idle) -> _fired => {
+                        idled += 1;
+                        idle = csp::after(Duration::from_secs(3600));
+                        go_on.try_send(()).unwrap();
+                    }
+                }
+            }
+            producer.await.unwrap();
+            (got, idled)
+        });
+        assert_eq!(got, (0..40).collect::<Vec<_>>());
+        assert_eq!(idled, 1, "the idle timer fired while messages were coming");
+    });
+}
+
+#[test]
+fn the_chosen_arm_is_unlinked_before_its_body_runs() {
+    // In the body of the arm that fired, the choice's entry on the other channel is gone
+    // already: a sender there finds no receiver, and the body may drop that receiver.
+    bounded(30, || {
+        let rt = runtime(1, "alt-unlinked");
+        rt.block_on(async {
+            let (tx_a, rx_a) = csp::bounded::<u32>(1);
+            let (tx_b, rx_b) = csp::channel::<u32>();
+            let sender = csp::spawn(async move { tx_a.send(1).await.unwrap() });
+            let got = csp::alt! {
+                recv(rx_a) -> msg => {
+                    assert_eq!(
+                        tx_b.try_send(2),
+                        Err(csp::TrySendError::Full(2)),
+                        "a rendezvous send found the fired alt still waiting"
+                    );
+                    drop(rx_b);
+                    msg.unwrap()
+                }
+                recv(rx_b) -> msg => msg.unwrap(),
+            };
+            assert_eq!(got, 1);
+            sender.await.unwrap();
+        });
+    });
+}
+
+#[test]
+fn a_cancelled_arm_fires_on_cancel_and_never_on_dropped_clones() {
+    bounded(30, || {
+        let rt = runtime(2, "alt-cancelled");
+        rt.block_on(async {
+            let token = csp::CancellationToken::new();
+            let (tx, rx) = csp::channel::<u32>();
+            // Every clone but the waiter's dropped: no cancellation.
+            drop(token.clone());
+            let fired = csp::alt! {
+                recv(rx) -> _msg => "recv",
+                cancelled(token) => "cancelled",
+                after(Duration::from_millis(3)) => "after",
+            };
+            assert_eq!(fired, "after");
+            let canceller = csp::spawn({
+                let token = token.clone();
+                async move {
+                    csp::sleep(Duration::from_millis(2)).await;
+                    token.cancel();
+                }
+            });
+            let fired = csp::alt! {
+                recv(rx) -> _msg => "recv",
+                cancelled(token) => "cancelled",
+            };
+            assert_eq!(fired, "cancelled");
+            canceller.await.unwrap();
+            // Cancelled, it stays ready; a guard disables it.
+            let fired = csp::alt! {
+                cancelled(&token) if false => "cancelled",
+                default => "default",
+            };
+            assert_eq!(fired, "default");
+            let fired = csp::alt! {
+                cancelled(&token) => "cancelled",
+                default => "default",
+            };
+            assert_eq!(fired, "cancelled");
+            drop(tx);
+        });
+    });
+}

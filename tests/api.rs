@@ -395,7 +395,14 @@ async fn alt_forms(rx: csp::Receiver<u8>, tx: csp::Sender<u8>) -> u8 {
         recv(rx) -> msg => msg.unwrap_or(6),
         after(Duration::from_millis(10)) => 7,
     };
-    a + b
+    let token = csp::CancellationToken::new();
+    let c: u8 = csp::alt! {
+        recv(rx) -> msg => msg.unwrap_or(8),
+        cancelled(token) => 9,
+        cancelled(&token) if ready => 10,
+        at(std::time::Instant::now()) => 11,
+    };
+    a + b + c
 }
 
 /// The future that contains an `alt!` is `Send` when the channels' `T` and the arm values
@@ -701,5 +708,91 @@ fn net_items() {
             let _guard = fd.writable().await?;
             io::Result::Ok(())
         });
+    }
+}
+
+// ---- Structured concurrency (crate docs: try_par!, JoinSet, CancellationToken,
+// ---- Handle::metrics and processes, Builder::on_deadlock and enter_tokio) ----
+
+#[allow(dead_code, clippy::type_complexity)]
+fn structured_signatures() {
+    use csp::{CancellationToken, Cancelled, DropGuard, JoinNext, JoinSet};
+    use std::task::{Context, Poll};
+    use std::time::Instant;
+
+    // Handle: the runtime's counters and dump, from anywhere.
+    let _: fn(&Handle) -> Metrics = Handle::metrics;
+    let _: fn(&Handle) -> Vec<ProcessInfo> = Handle::processes;
+    // Builder: a deadlock report with no block_on, and tokio's context.
+    let _: fn(&mut Builder, fn(&str)) -> &mut Builder = Builder::on_deadlock::<fn(&str)>;
+    let _: fn(&mut Builder, tokio::runtime::Handle) -> &mut Builder = Builder::enter_tokio;
+    // Select with an instant.
+    let _: fn(&mut csp::Select<'static>, Instant) = csp::Select::<'static>::deadline;
+
+    // CancellationToken.
+    let _: fn() -> CancellationToken = CancellationToken::new;
+    let _: fn(&CancellationToken) = CancellationToken::cancel;
+    let _: fn(&CancellationToken) -> bool = CancellationToken::is_cancelled;
+    let _: for<'a> fn(&'a CancellationToken) -> Cancelled<'a> = CancellationToken::cancelled;
+    let _: fn(&CancellationToken) -> CancellationToken = CancellationToken::child_token;
+    let _: fn(CancellationToken) -> DropGuard = CancellationToken::drop_guard;
+    let _: fn(DropGuard) -> CancellationToken = DropGuard::disarm;
+
+    // JoinSet.
+    let _: fn() -> JoinSet<u8> = JoinSet::<u8>::new;
+    let _: fn(&JoinSet<u8>) -> u64 = JoinSet::<u8>::id;
+    let _: fn(&JoinSet<u8>) -> usize = JoinSet::<u8>::len;
+    let _: fn(&JoinSet<u8>) -> bool = JoinSet::<u8>::is_empty;
+    let _: fn(&mut JoinSet<u8>, Ready<u8>) -> u64 = JoinSet::<u8>::spawn::<Ready<u8>>;
+    let _: fn(&mut JoinSet<u8>, Ready<u8>, &Handle) -> u64 = JoinSet::<u8>::spawn_on::<Ready<u8>>;
+    let _: for<'a> fn(&'a mut JoinSet<u8>) -> JoinNext<'a, u8> = JoinSet::<u8>::join_next;
+    let _: fn(&mut JoinSet<u8>) -> Option<Result<u8, JoinError>> = JoinSet::<u8>::try_join_next;
+    let _: for<'a, 'b> fn(
+        &'a mut JoinSet<u8>,
+        &'a mut Context<'b>,
+    ) -> Poll<Option<Result<u8, JoinError>>> = JoinSet::<u8>::poll_join_next;
+    let _: fn(&mut JoinSet<u8>) = JoinSet::<u8>::abort_all;
+    let _: fn(&mut JoinSet<u8>, u64) -> bool = JoinSet::<u8>::abort;
+    let _: fn(&mut JoinSet<u8>) = JoinSet::<u8>::detach_all;
+}
+
+/// The futures and their outputs; `try_par!`'s forms and output types.
+#[allow(dead_code)]
+async fn structured_futures(token: csp::CancellationToken, mut set: csp::JoinSet<u8>) {
+    fn output<F: Future<Output = O>, O>(_: &F) {}
+    output::<_, ()>(&token.cancelled());
+    output::<_, Option<Result<u8, JoinError>>>(&set.join_next());
+    let with_id = set.join_next_with_id();
+    output::<_, Option<(u64, Result<u8, JoinError>)>>(&with_id);
+    drop(with_id);
+    output::<_, ()>(&set.shutdown());
+    let _: Vec<u8> = csp::JoinSet::<u8>::new().join_all().await;
+    let _: Result<(u8, &str), String> =
+        csp::try_par!(async { Ok(1u8) }, async { Ok::<_, String>("two") });
+    let _: Result<Vec<u64>, String> =
+        csp::try_par!(for i in 0..3u64 => async move { Ok::<_, String>(i) });
+    let _: Result<(), String> = csp::try_par!();
+}
+
+#[test]
+fn structured_contract() {
+    use csp::{CancellationToken, Cancelled, DropGuard, JoinNext, JoinSet};
+    assert_send_sync::<CancellationToken>();
+    assert_send_sync::<JoinSet<u8>>();
+    assert_clone_debug::<CancellationToken>();
+    assert_debug::<Cancelled<'static>>();
+    assert_debug::<DropGuard>();
+    assert_debug::<JoinSet<u8>>();
+    assert_debug::<JoinNext<'static, u8>>();
+    fn default<T: Default>() {}
+    default::<CancellationToken>();
+    default::<JoinSet<u8>>();
+    fn send<T: Send>() {}
+    send::<Cancelled<'static>>();
+    send::<JoinNext<'static, u8>>();
+    structured_signatures();
+    let p: Option<ProcessInfo> = None;
+    if let Some(p) = p {
+        let _: Option<u64> = p.group;
     }
 }

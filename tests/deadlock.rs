@@ -438,3 +438,127 @@ fn off_it_never_fires() {
         helper.join().unwrap();
     });
 }
+
+// ---- Without block_on: `Builder::on_deadlock` --------------------------------------------
+
+/// A runtime that reports deadlocks through `on_deadlock`: the reports come out of the
+/// receiver.
+fn reporting_runtime() -> (csp::Runtime, std::sync::mpsc::Receiver<String>) {
+    let (reports, reported) = std::sync::mpsc::channel();
+    let rt = csp::Runtime::builder()
+        .worker_threads(2)
+        .deadlock_grace(GRACE)
+        .thread_name("deadlock-hook")
+        .on_deadlock(move |report| {
+            let _ = reports.send(report.to_owned());
+        })
+        .build()
+        .expect("failed to build the runtime");
+    (rt, reported)
+}
+
+/// Spawns, from inside a process, two processes that each wait for the other; returns
+/// their ids.
+fn spawn_crossed_pair(rt: &csp::Runtime) -> (u64, u64) {
+    rt.block_on(rt.spawn(async {
+        let (to_a, from_b) = csp::channel::<u8>();
+        let (to_b, from_a) = csp::channel::<u8>();
+        let a = csp::spawn(async move {
+            let _keep = to_b;
+            from_b.recv().await
+        });
+        let b = csp::spawn(async move {
+            let _keep = to_a;
+            from_a.recv().await
+        });
+        (a.id(), b.id())
+    }))
+    .unwrap()
+}
+
+#[test]
+fn on_deadlock_reports_once_with_no_block_on_and_the_runtime_goes_on() {
+    bounded(20, || {
+        let (rt, reported) = reporting_runtime();
+        let (a, b) = spawn_crossed_pair(&rt);
+        let report = reported
+            .recv_timeout(Duration::from_secs(10))
+            .expect("no report");
+        assert!(
+            report.starts_with("csp: deadlock: all processes are asleep"),
+            "{report}"
+        );
+        assert!(!report.contains("block_on future"), "{report}");
+        assert!(
+            line_of(&report, a).contains("waiting on recv on channel #"),
+            "{report}"
+        );
+        assert!(
+            line_of(&report, b).contains("waiting on recv on channel #"),
+            "{report}"
+        );
+        // Once per deadlock: several grace periods later, nothing more.
+        std::thread::sleep(QUIET);
+        assert!(
+            reported.try_recv().is_err(),
+            "the same deadlock was reported twice"
+        );
+        // The runtime goes on: it runs new work, and a new deadlock is reported anew.
+        assert_eq!(
+            rt.block_on(async { csp::spawn(async { 5 }).await.unwrap() }),
+            5
+        );
+        let (c, _) = spawn_crossed_pair(&rt);
+        let again = reported
+            .recv_timeout(Duration::from_secs(10))
+            .expect("no second report");
+        assert!(line_of(&again, c).contains("waiting on"), "{again}");
+        assert_eq!(rt.metrics().processes_alive, 4);
+    });
+}
+
+#[test]
+fn on_deadlock_never_reports_while_a_plain_thread_may_still_send() {
+    bounded(20, || {
+        let (rt, reported) = reporting_runtime();
+        // The channel is made on a plain thread: foreign from the start.
+        let (tx, rx) = csp::channel::<u8>();
+        let waiter = rt.spawn(async move { rx.recv().await });
+        std::thread::sleep(QUIET);
+        assert!(reported.try_recv().is_err(), "a false report");
+        tx.send_blocking(3).unwrap();
+        assert_eq!(rt.block_on(waiter).unwrap(), Ok(3));
+        // Nor while a process sleeps on a timer, nor with no process at all.
+        let sleeper = rt.spawn(csp::sleep(QUIET));
+        rt.block_on(sleeper).unwrap();
+        std::thread::sleep(QUIET);
+        assert!(reported.try_recv().is_err(), "a false report");
+    });
+}
+
+#[test]
+fn a_panicking_on_deadlock_hook_is_reported_and_the_runtime_goes_on() {
+    bounded(20, || {
+        let called = common::Counter::new();
+        let rt = {
+            let called = called.clone();
+            csp::Runtime::builder()
+                .worker_threads(1)
+                .deadlock_grace(GRACE)
+                .on_deadlock(move |_| {
+                    called.incr();
+                    panic!("the hook fails");
+                })
+                .build()
+                .unwrap()
+        };
+        spawn_crossed_pair(&rt);
+        common::wait_until(10, "the hook ran", || called.get() == 1);
+        assert_eq!(
+            rt.block_on(async { csp::spawn(async { 1 }).await.unwrap() }),
+            1
+        );
+        drop(rt); // the monitor thread is joined
+        assert_eq!(called.get(), 1);
+    });
+}

@@ -35,6 +35,10 @@ mod tokio_interop;
 #[allow(dead_code)]
 mod deadlock;
 
+#[path = "../examples/worker_pool.rs"]
+#[allow(dead_code)]
+mod worker_pool;
+
 /// Seconds an example may take before the watchdog fails it.
 const LIMIT: u64 = 30;
 
@@ -91,10 +95,17 @@ fn pipeline_sums_even_squares_and_odd_cubes() {
 fn tokio_interop_echoes_every_line_upper_cased() {
     let lines = ["one", "two", "Three little words"];
     let echoes = bounded(LIMIT, move || {
-        tokio::runtime::Runtime::new()
-            .expect("start a tokio runtime")
-            .block_on(tokio_interop::serve_clients(2, &lines, 3))
-            .expect("the server and clients do their I/O")
+        let tokio = tokio::runtime::Runtime::new().expect("start a tokio runtime");
+        let csp = csp::Runtime::builder()
+            .worker_threads(2)
+            .enter_tokio(tokio.handle().clone())
+            .build()
+            .expect("start a csp runtime");
+        let echoes = tokio
+            .block_on(tokio_interop::serve_clients(&csp.handle(), 2, &lines, 3))
+            .expect("the server and clients do their I/O");
+        drop(csp);
+        echoes
     });
     let expected = ["ONE", "TWO", "THREE LITTLE WORDS"];
     assert_eq!(echoes, [expected, expected]);
@@ -236,4 +247,21 @@ fn http_hello_its_tokio_twin_and_hyper_on_csp_answer_over_loopback() {
         );
         assert!(reply.ends_with("Hello, world!\n"), "{name}: {reply}");
     }
+}
+
+#[test]
+fn worker_pool_sums_every_weight_or_stops_at_the_first_malformed_item() {
+    bounded(LIMIT, || {
+        let rt = csp::Runtime::builder().worker_threads(2).build().unwrap();
+        assert_eq!(
+            rt.block_on(worker_pool::weigh_all(40, 4, None)),
+            Ok((0..40).sum())
+        );
+        // Without the abort of the others, the failing run would check all million
+        // items, a millisecond each, long past the watchdog; with it, it returns at
+        // once, and nothing is left running.
+        let failed = rt.block_on(worker_pool::weigh_all(1_000_000, 4, Some(10)));
+        assert_eq!(failed, Err("item 10 is malformed".to_owned()));
+        assert_eq!(rt.metrics().processes_alive, 0);
+    });
 }

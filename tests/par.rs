@@ -1,7 +1,8 @@
-//! Integration tests of `par!`: outputs in written order, branches as parallel
-//! processes on the current (or default) runtime and spawned at the branch, panics (the
-//! first in written order is resumed, after every branch has ended), cancellation by
-//! dropping, and cancellation by a runtime's shutdown. Every test runs under a watchdog
+//! Integration tests of `par!` and `try_par!`: outputs in written order, branches as
+//! parallel processes on the current (or default) runtime and spawned at the branch,
+//! failing fast (the first panic or `Err` aborts every other branch, and is handed on
+//! once they have all ended, their futures dropped), cancellation by dropping, and
+//! cancellation by a runtime's shutdown. Every test runs under a watchdog
 //! (`common::bounded`).
 
 use std::future::Future;
@@ -177,48 +178,30 @@ fn from_a_plain_thread_the_branches_run_on_the_default_runtime() {
 }
 
 #[test]
-fn the_first_panic_in_written_order_is_resumed_once_every_branch_has_ended() {
+fn the_first_panic_aborts_every_other_branch_before_par_resumes_it() {
     bounded(30, || {
         let rt = runtime(2, "par-panics");
-        let ended = Counter::new();
-        let third_panicked = Counter::new();
+        let started = Counter::new();
+        let drops = Counter::new();
         let output_drops = Counter::new();
-        // Each branch is a block that clones the counters it needs into its future.
         let par = async {
             csp::par!(
+                // Completes: its output is dropped, once.
                 {
-                    let (ended, drops) = (ended.clone(), output_drops.clone());
-                    async move {
-                        ended.incr();
-                        Tracked::new(0, &drops)
-                    }
+                    let output_drops = output_drops.clone();
+                    async move { Tracked::new(0, &output_drops) }
                 },
-                // Written before the third branch, but panics after it.
+                endless(&started, &drops),
+                // Panics once both endless branches run: without the abort, par! would
+                // wait for them forever.
                 {
-                    let (ended, third_panicked) = (ended.clone(), third_panicked.clone());
+                    let started = started.clone();
                     async move {
-                        yield_until(&third_panicked, 1).await;
-                        ended.incr();
-                        panic!("second branch");
-                    }
-                },
-                {
-                    let (ended, third_panicked) = (ended.clone(), third_panicked.clone());
-                    async move {
-                        ended.incr();
-                        third_panicked.incr();
+                        yield_until(&started, 2).await;
                         panic!("third branch");
                     }
                 },
-                // Ends well after both panics.
-                {
-                    let (ended, third_panicked) = (ended.clone(), third_panicked.clone());
-                    async move {
-                        yield_until(&third_panicked, 1).await;
-                        yield_times(50).await;
-                        ended.incr();
-                    }
-                },
+                endless(&started, &drops),
             )
         };
         let payload = rt
@@ -226,17 +209,23 @@ fn the_first_panic_in_written_order_is_resumed_once_every_branch_has_ended() {
             .expect_err("par! resumes a branch's panic");
         assert_eq!(
             panic_message(payload.as_ref()).as_deref(),
-            Some("second branch")
+            Some("third branch")
         );
+        // All of it before par! returned: no waiting here.
         assert_eq!(
-            ended.get(),
-            4,
-            "par! resumed a panic before every branch ended"
+            drops.get(),
+            2,
+            "each endless branch's future is dropped once"
         );
         assert_eq!(
             output_drops.get(),
             1,
             "the first branch's output is dropped once"
+        );
+        assert_eq!(
+            rt.metrics().processes_alive,
+            0,
+            "a branch's process is left"
         );
     });
 }
@@ -245,20 +234,226 @@ fn the_first_panic_in_written_order_is_resumed_once_every_branch_has_ended() {
 fn a_panic_is_resumed_in_the_calling_process() {
     bounded(30, || {
         let rt = runtime(2, "par-caller");
-        let caller = rt.spawn(async {
-            csp::par!(for i in 0..8 => async move {
-                if i == 5 || i == 6 {
-                    panic!("branch {i}");
-                }
-                i
+        let started = Counter::new();
+        let drops = Counter::new();
+        let caller = {
+            let (started, drops) = (started.clone(), drops.clone());
+            rt.spawn(async move {
+                csp::par!(for i in 0..8 => {
+                    let (started, drops) = (started.clone(), drops.clone());
+                    async move {
+                        if i == 5 {
+                            yield_until(&started, 7).await;
+                            panic!("branch {i}");
+                        }
+                        endless(&started, &drops).await
+                    }
+                })
             })
-        });
+        };
         let err = rt.block_on(caller).unwrap_err();
         assert!(err.is_panic(), "{err}");
         assert_eq!(
             panic_message(err.into_panic().as_ref()).as_deref(),
             Some("branch 5")
         );
+        assert_eq!(drops.get(), 7);
+        assert_eq!(rt.metrics().processes_alive, 0);
+    });
+}
+
+#[test]
+fn a_failing_worker_stops_a_pool_that_would_otherwise_wait_forever() {
+    // The pool of the failing-fast example: four workers share a queue whose producer
+    // sends ten items and then waits (forever, here) for more; the worker that takes
+    // item 7 panics. Only the abort of the others ends the par!.
+    bounded(30, || {
+        let rt = runtime(2, "par-pool");
+        let handled = Counter::new();
+        let worker_drops = Counter::new();
+        let payload = rt.block_on(async {
+            let (items_tx, items) = csp::bounded::<u32>(4);
+            let (_more_tx, more) = csp::channel::<()>();
+            let producer = async move {
+                for item in 0..10 {
+                    items_tx.send(item).await.unwrap();
+                }
+                let _ = more.recv().await; // waits for more work: never comes
+            };
+            let (handled, worker_drops) = (handled.clone(), worker_drops.clone());
+            let pool = async move {
+                csp::par!(for _ in 0..4 => {
+                    let (items, handled) = (items.clone(), handled.clone());
+                    let guard = Tracked::new(0, &worker_drops);
+                    async move {
+                        let _guard = guard;
+                        while let Ok(item) = items.recv().await {
+                            assert_ne!(item, 7, "item 7 is malformed");
+                            handled.incr();
+                        }
+                    }
+                })
+            };
+            // The pool's panic fails the outer par!, which aborts the producer.
+            AssertUnwindSafe(async { csp::par!(producer, pool) })
+                .catch_unwind()
+                .await
+                .expect_err("the pool fails")
+        });
+        let message = panic_message(payload.as_ref()).unwrap();
+        assert!(message.contains("item 7 is malformed"), "{message}");
+        assert_eq!(worker_drops.get(), 4, "every worker's future is dropped");
+        assert!(handled.get() < 10, "item 7 was handled");
+        wait_until_no_process(&rt, 10);
+    });
+}
+
+#[test]
+fn a_panic_in_an_aborted_branchs_drop_does_not_replace_the_first_failure() {
+    bounded(30, || {
+        let rt = runtime(2, "par-drop-panic");
+        let started = Counter::new();
+        let drop_panics = Counter::new();
+        let par = async {
+            csp::par!(
+                {
+                    let (started, drop_panics) = (started.clone(), drop_panics.clone());
+                    async move {
+                        let _bomb = common::PanicOnDrop(drop_panics);
+                        started.incr();
+                        std::future::pending::<()>().await
+                    }
+                },
+                {
+                    let started = started.clone();
+                    async move {
+                        yield_until(&started, 1).await;
+                        panic!("the failure");
+                    }
+                },
+            )
+        };
+        let payload = rt
+            .block_on(AssertUnwindSafe(par).catch_unwind())
+            .expect_err("par! fails");
+        assert_eq!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("the failure")
+        );
+        assert_eq!(
+            drop_panics.get(),
+            1,
+            "the aborted branch's future is dropped once"
+        );
+        assert_eq!(rt.metrics().processes_alive, 0);
+    });
+}
+
+#[test]
+fn try_par_returns_the_first_error_once_every_other_branch_has_ended() {
+    bounded(30, || {
+        let rt = runtime(2, "try-par");
+        let started = Counter::new();
+        let drops = Counter::new();
+        let output_drops = Counter::new();
+        let result = rt.block_on(async {
+            csp::try_par!(
+                {
+                    let output_drops = output_drops.clone();
+                    async move { Ok(Tracked::new(0, &output_drops)) }
+                },
+                {
+                    let (endless, output_drops) = (endless(&started, &drops), output_drops.clone());
+                    async move {
+                        endless.await;
+                        Ok(Tracked::new(1, &output_drops))
+                    }
+                },
+                {
+                    let started = started.clone();
+                    async move {
+                        yield_until(&started, 1).await;
+                        Err::<Tracked, _>(format!("branch {}", 2))
+                    }
+                },
+            )
+        });
+        assert_eq!(result.err().as_deref(), Some("branch 2"));
+        assert_eq!(drops.get(), 1, "the endless branch's future is dropped");
+        assert_eq!(
+            output_drops.get(),
+            1,
+            "the first branch's output is dropped once"
+        );
+        assert_eq!(rt.metrics().processes_alive, 0);
+
+        // All well: the outputs, in order, tuple and replicated.
+        let all = rt.block_on(async {
+            let tuple = csp::try_par!(async { Ok::<_, String>(1u8) }, async { Ok("two") });
+            let squares = csp::try_par!(for i in 1..=4u64 => async move { Ok::<_, String>(i * i) });
+            (tuple, squares)
+        });
+        assert_eq!(all, (Ok((1, "two")), Ok(vec![1, 4, 9, 16])));
+        let empty: Result<(), String> = rt.block_on(async { csp::try_par!() });
+        assert_eq!(empty, Ok(()));
+    });
+}
+
+#[test]
+fn try_par_resumes_a_panic_and_a_replicated_error_aborts_the_rest() {
+    bounded(30, || {
+        let rt = runtime(2, "try-par-panic");
+        let started = Counter::new();
+        let drops = Counter::new();
+        let caller = {
+            let (started, drops) = (started.clone(), drops.clone());
+            rt.spawn(async move {
+                csp::try_par!(
+                    {
+                        let endless = endless(&started, &drops);
+                        async move {
+                            endless.await;
+                            Ok::<u8, String>(0)
+                        }
+                    },
+                    {
+                        let started = started.clone();
+                        async move {
+                            yield_until(&started, 1).await;
+                            if started.get() > 0 {
+                                panic!("a panic, not an Err");
+                            }
+                            Ok::<u8, String>(1)
+                        }
+                    },
+                )
+            })
+        };
+        let err = rt.block_on(caller).unwrap_err();
+        assert_eq!(
+            panic_message(err.into_panic().as_ref()).as_deref(),
+            Some("a panic, not an Err")
+        );
+        assert_eq!(drops.get(), 1);
+
+        let started = Counter::new();
+        let drops = Counter::new();
+        let result = rt.block_on(async {
+            csp::try_par!(for i in 0..16u32 => {
+                let (started, drops) = (started.clone(), drops.clone());
+                async move {
+                    if i == 9 {
+                        yield_until(&started, 15).await;
+                        return Err(i);
+                    }
+                    endless(&started, &drops).await;
+                    Ok(i)
+                }
+            })
+        });
+        assert_eq!(result, Err(9));
+        assert_eq!(drops.get(), 15);
+        assert_eq!(rt.metrics().processes_alive, 0);
     });
 }
 

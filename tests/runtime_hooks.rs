@@ -234,3 +234,55 @@ fn hooks_enter_tokio_so_tokio_sockets_work_in_processes() {
     assert_eq!(greeting, "tokio says hi to hello");
     assert!(blocking_sees_tokio);
 }
+
+#[test]
+fn enter_tokio_puts_every_thread_in_tokio_context_before_the_start_hook() {
+    let (hook_saw_tokio, slept, blocking_sees_tokio, stop_saw_tokio) = bounded(30, || {
+        let tokio_rt = tokio::runtime::Runtime::new().unwrap();
+        let hook_saw_tokio = Counter::new();
+        let stop_saw_tokio = Counter::new();
+        let rt = {
+            let (start, stop) = (hook_saw_tokio.clone(), stop_saw_tokio.clone());
+            csp::Runtime::builder()
+                .worker_threads(2)
+                .enter_tokio(tokio_rt.handle().clone())
+                .on_thread_start(move || {
+                    if tokio::runtime::Handle::try_current().is_ok() {
+                        start.incr();
+                    }
+                })
+                .on_thread_stop(move || {
+                    if tokio::runtime::Handle::try_current().is_ok() {
+                        stop.incr();
+                    }
+                })
+                .build()
+                .unwrap()
+        };
+        let (slept, blocking_sees_tokio) = rt.block_on(async {
+            let slept = csp::spawn(async {
+                let start = std::time::Instant::now();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                start.elapsed() >= Duration::from_millis(2)
+            })
+            .await
+            .unwrap();
+            let blocking = csp::spawn_blocking(|| tokio::runtime::Handle::try_current().is_ok())
+                .await
+                .unwrap();
+            (slept, blocking)
+        });
+        rt.shutdown_timeout(Duration::from_secs(10));
+        drop(tokio_rt);
+        (
+            hook_saw_tokio.get(),
+            slept,
+            blocking_sees_tokio,
+            stop_saw_tokio.get(),
+        )
+    });
+    // Two workers and one blocking-pool thread, each in tokio's context in both hooks.
+    assert_eq!(hook_saw_tokio, 3);
+    assert_eq!(stop_saw_tokio, 3);
+    assert!(slept && blocking_sees_tokio);
+}

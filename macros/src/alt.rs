@@ -36,38 +36,55 @@ enum Op {
     SendAny { ends: Expr, value: Expr, pat: Pat },
     Send { end: Expr, value: Expr, pat: Pat },
     Closed { end: Expr },
+    Cancelled { token: Expr },
     After { duration: Expr },
+    At { deadline: Expr },
     Default,
 }
 
 impl Parse for Alt {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut arms = Vec::new();
-        let (mut default, mut after) = (false, false);
+        // The `default` arm, and the timeout arm (`after` or `at`), by name once seen.
+        let (mut default, mut timeout): (Option<Ident>, Option<Ident>) = (None, None);
         while !input.is_empty() {
             let (arm, name) = parse_arm(input)?;
             let (seen, other) = match arm.op {
-                Op::Default => (&mut default, after),
-                Op::After { .. } => (&mut after, default),
+                Op::Default => (&mut default, &timeout),
+                Op::After { .. } | Op::At { .. } => (&mut timeout, &default),
                 _ => {
                     arms.push(arm);
                     continue;
                 }
             };
-            if *seen {
+            if let Some(first) = seen {
                 return Err(syn::Error::new(
                     name.span(),
-                    format!("an alt! takes at most one `{name}` arm"),
+                    if *first == name {
+                        format!("an alt! takes at most one `{name}` arm")
+                    } else {
+                        format!(
+                            "an alt! takes one timeout arm: this `{name}` arm and the \
+                             `{first}` arm before it both end the wait"
+                        )
+                    },
                 ));
             }
-            if other {
+            if let Some(other) = other {
+                let timeout = match arm.op {
+                    Op::Default => other,
+                    _ => &name,
+                };
                 return Err(syn::Error::new(
                     name.span(),
-                    "an alt! takes a `default` arm or an `after` arm, not both: `default` \
-                     runs at once when no arm is ready, so the timeout could never fire",
+                    format!(
+                        "an alt! takes a `default` arm or an `{timeout}` arm, not both: \
+                         `default` runs at once when no arm is ready, so the timeout could \
+                         never fire"
+                    ),
                 ));
             }
-            *seen = true;
+            *seen = Some(name);
             arms.push(arm);
         }
         if arms.is_empty() {
@@ -104,9 +121,17 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
             let [end] = arguments(input, &name, ["tx"])?;
             Op::Closed { end }
         }
+        "cancelled" => {
+            let [token] = arguments(input, &name, ["token"])?;
+            Op::Cancelled { token }
+        }
         "after" => {
             let [duration] = arguments(input, &name, ["duration"])?;
             Op::After { duration }
+        }
+        "at" => {
+            let [deadline] = arguments(input, &name, ["deadline"])?;
+            Op::At { deadline }
         }
         "recv_any" => {
             let [ends] = arguments(input, &name, ["&rxs"])?;
@@ -128,7 +153,7 @@ fn parse_arm(input: ParseStream<'_>) -> syn::Result<(Arm, Ident)> {
                 name.span(),
                 format!(
                     "unknown alt! operation `{other}`: expected recv, send, recv_any, \
-                     send_any, closed, after or default"
+                     send_any, closed, cancelled, after, at or default"
                 ),
             ));
         }
@@ -205,26 +230,41 @@ pub(crate) fn expand(input: TokenStream, order: Order) -> TokenStream {
 }
 
 impl Alt {
+    /// The expansion, in two steps: a block that builds the arms, chooses, and moves the
+    /// fired arm's outcome into a local of a local enum (one variant per arm), declared
+    /// before the block, then a `match` on that local running the arm's body. The block ends before any body
+    /// runs, so every arm, and every borrow of an operand, is gone by then: a body may
+    /// assign to a variable another arm used (`timer = csp::after(d)`), and what the
+    /// choice registered is unlinked before the body awaits anything.
     fn expand(&self, order: Order) -> TokenStream {
         let private = quote!(::csp::__private);
         // Names only the expansion sees.
         let name =
             |what: &str, i: usize| format_ident!("__csp_{}_{}", what, i, span = Span::mixed_site());
+        let fired_enum = format_ident!("__CspFired", span = Span::mixed_site());
+        let variant = |i: usize| format_ident!("Arm{}", i);
         // An alt whose channel arms are all receives first runs their quick pass on the
         // receivers themselves, and builds its arms only if none is ready (`alt/quick.rs`).
-        let quick = self
-            .arms
-            .iter()
-            .all(|arm| matches!(arm.op, Op::Recv { .. } | Op::Default | Op::After { .. }));
+        let quick = self.arms.iter().all(|arm| {
+            matches!(
+                arm.op,
+                Op::Recv { .. } | Op::Default | Op::After { .. } | Op::At { .. }
+            )
+        });
         let mut setup = Vec::new();
         // Quick pass only: each arm's guard, try, and building once the pass found none.
         let mut enabled = Vec::new();
         let mut tries = Vec::new();
         let mut builds = Vec::new();
         let mut refs = Vec::new();
-        let mut branches = Vec::new();
-        let mut default_body = None;
-        let mut after = None;
+        // The enum's type parameters and variants, what the choice's outcome maps to,
+        // and the bodies.
+        let mut params = Vec::new();
+        let mut variants = Vec::new();
+        let mut outcomes = Vec::new();
+        let mut bodies = Vec::new();
+        let mut default_fired = None;
+        let mut timeout = None;
         for (i, arm) in self.arms.iter().enumerate() {
             let guard = name("guard", i);
             let local = name("arm", i);
@@ -236,35 +276,43 @@ impl Alt {
                 None => quote!(true),
             };
             let body = &arm.body;
+            let arm_variant = variant(i);
             let build = match &arm.op {
                 Op::Default => {
                     setup.push(quote! { let #guard: bool = #guard_expr; });
-                    let body = match body {
-                        Expr::Block(_) => quote!(#body),
-                        other => quote!({ #other }),
-                    };
-                    default_body = Some(quote! { if #guard #body else { ::core::unreachable!() } });
+                    variants.push(quote!(#arm_variant));
+                    bodies.push(quote! { #fired_enum::#arm_variant => #body, });
+                    default_fired = Some((guard, quote!(#fired_enum::#arm_variant)));
                     continue;
                 }
-                Op::After { duration } => {
+                Op::After { duration: when } | Op::At { deadline: when } => {
                     // Evaluated only if the guard is true; a false guard disables it.
-                    let timeout = name("after", i);
+                    let expiry = name("expiry", i);
+                    let (ty, make) = match &arm.op {
+                        Op::After { .. } => {
+                            (quote!(::core::time::Duration), quote!(#private::alt_after))
+                        }
+                        _ => (quote!(::std::time::Instant), quote!(#private::alt_at)),
+                    };
                     setup.push(quote! {
                         let #guard: bool = #guard_expr;
-                        let #timeout: ::core::option::Option<::core::time::Duration> =
-                            if #guard {
-                                ::core::option::Option::Some(#duration)
-                            } else {
-                                ::core::option::Option::None
-                            };
+                        let #expiry: ::core::option::Option<#ty> = if #guard {
+                            ::core::option::Option::Some(#when)
+                        } else {
+                            ::core::option::Option::None
+                        };
                     });
-                    after = Some((timeout, body));
+                    variants.push(quote!(#arm_variant));
+                    outcomes.push(quote! { (#private::AFTER, _) => #fired_enum::#arm_variant, });
+                    bodies.push(quote! { #fired_enum::#arm_variant => #body, });
+                    timeout = Some((make, expiry));
                     continue;
                 }
                 Op::Recv { .. } => quote!(#private::RecvArm::new(#end)),
                 Op::RecvAny { .. } => quote!(#private::RecvAnyArm::new(#end)),
                 Op::Send { value, .. } => quote!(#private::SendArm::new(#end, #value)),
                 Op::Closed { .. } => quote!(#private::ClosedArm::new(#end)),
+                Op::Cancelled { .. } => quote!(#private::ClosedArm::cancelled(#end)),
                 Op::SendAny { value, .. } => quote!(#private::SendAnyArm::new(#end, #value)),
             };
             let operand = match &arm.op {
@@ -272,8 +320,9 @@ impl Alt {
                 | Op::RecvAny { ends: end, .. }
                 | Op::Send { end, .. }
                 | Op::SendAny { ends: end, .. }
-                | Op::Closed { end } => end,
-                Op::Default | Op::After { .. } => unreachable!("handled above"),
+                | Op::Closed { end }
+                | Op::Cancelled { token: end } => end,
+                Op::Default | Op::After { .. } | Op::At { .. } => unreachable!("handled above"),
             };
             let index = refs.len();
             let quick_outcome = name("quick", i);
@@ -334,11 +383,21 @@ impl Alt {
                     }
                 },
             };
-            branches.push(match &arm.op {
+            match &arm.op {
                 Op::Recv { pat, .. }
                 | Op::RecvAny { pat, .. }
                 | Op::Send { pat, .. }
                 | Op::SendAny { pat, .. } => {
+                    let param = format_ident!("T{}", i);
+                    let value = format_ident!("__csp_value", span = Span::mixed_site());
+                    params.push(quote!(#param));
+                    variants.push(quote!(#arm_variant(#param)));
+                    outcomes.push(quote! {
+                        (#index, #within) => {
+                            let _ = #within;
+                            #fired_enum::#arm_variant(#take)
+                        }
+                    });
                     // A block body's statements go beside the binding, not in a block of
                     // their own (which would trip `unused_braces` in the user's crate).
                     let body = match body {
@@ -348,34 +407,29 @@ impl Alt {
                         }
                         other => quote!(#other),
                     };
-                    quote! { (#index, #within) => { let _ = #within; let #pat = #take; #body } }
+                    bodies.push(quote! {
+                        #fired_enum::#arm_variant(#value) => { let #pat = #value; #body }
+                    });
                 }
-                _ => quote! { (#index, _) => #body, },
-            });
+                _ => {
+                    // A `closed` or `cancelled` arm: the outcome says only that it fired.
+                    variants.push(quote!(#arm_variant));
+                    outcomes.push(quote! { (#index, _) => #fired_enum::#arm_variant, });
+                    bodies.push(quote! { #fired_enum::#arm_variant => #body, });
+                }
+            }
         }
         let biased = matches!(order, Order::Written);
-        let has_default = default_body.is_some();
-        let default_branch = default_body.unwrap_or_else(|| quote!(::core::unreachable!()));
         // A default arm whose guard is false is no default: the alt waits.
-        let default_guard = self
-            .arms
-            .iter()
-            .position(|arm| matches!(arm.op, Op::Default))
-            .map(|i| {
-                let guard = name("guard", i);
-                quote!(#guard)
-            })
-            .unwrap_or(quote!(false));
-        // Only an alt with an `after` arm carries a timer.
-        let (make, after_arg, after_branch) = match after {
-            Some((timeout, body)) => (
-                quote!(#private::alt_after),
-                quote!(, #timeout),
-                quote! { (#private::AFTER, _) => #body, },
-            ),
-            None => (quote!(#private::alt), quote!(), quote!()),
+        let (has_default, default_outcome) = match default_fired {
+            Some((guard, fired)) => (quote!(#guard), quote! { _ => #fired, }),
+            None => (quote!(false), quote! { _ => ::core::unreachable!(), }),
         };
-        let fired = format_ident!("__csp_fired", span = Span::mixed_site());
+        // Only an alt with a timeout arm carries a timer.
+        let (make, timeout_arg) = match timeout {
+            Some((make, expiry)) => (make, quote!(, #expiry)),
+            None => (quote!(#private::alt), quote!()),
+        };
         // The arms as a list `(arm0, (arm1, (.., ())))`, typed, so the future is `Send`
         // exactly when they are.
         let count = refs.len();
@@ -387,8 +441,8 @@ impl Alt {
             #make::<#count, _>(
                 #list,
                 #biased,
-                #has_default && #default_guard
-                #after_arg
+                #has_default
+                #timeout_arg
             ).await
         };
         let choose = if quick && count > 0 {
@@ -411,13 +465,23 @@ impl Alt {
         } else {
             choose
         };
+        let fired = format_ident!("__csp_fired", span = Span::mixed_site());
         quote! {{
-            #(#setup)*
-            let #fired = #choose;
+            #[allow(clippy::large_enum_variant)]
+            enum #fired_enum<#(#params),*> { #(#variants),* }
+            // Declared before the arms, so that a panic while they drop (a send arm's
+            // value whose `Drop` panics) drops the outcome with the other locals: the
+            // value of a block whose locals panic as they drop would be leaked.
+            let #fired;
+            {
+                #(#setup)*
+                #fired = match #choose {
+                    #(#outcomes)*
+                    #default_outcome
+                };
+            }
             match #fired {
-                #(#branches)*
-                #after_branch
-                _ => #default_branch
+                #(#bodies)*
             }
         }}
     }

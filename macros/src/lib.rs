@@ -1,5 +1,5 @@
-//! Procedural macros for `csp`: `alt!`, `prialt!`, `par!`, `#[csp::main]` and
-//! `#[csp::test]`. Use them through the `csp` crate, which re-exports them with their
+//! Procedural macros for `csp`: `alt!`, `prialt!`, `par!`, `try_par!`, `#[csp::main]`
+//! and `#[csp::test]`. Use them through the `csp` crate, which re-exports them with their
 //! documentation.
 
 mod alt;
@@ -25,7 +25,14 @@ pub fn prialt(input: TokenStream) -> TokenStream {
 /// Runs futures as parallel processes and waits for all of them. See the `csp` crate.
 #[proc_macro]
 pub fn par(input: TokenStream) -> TokenStream {
-    par::expand(input.into()).into()
+    par::expand(input.into(), par::Kind::All).into()
+}
+
+/// As `par!`, for branches that return `Result`: the first `Err` cancels the others and
+/// is returned. See the `csp` crate.
+#[proc_macro]
+pub fn try_par(input: TokenStream) -> TokenStream {
+    par::expand(input.into(), par::Kind::Try).into()
 }
 
 /// Runs an `async fn main` on a csp runtime. See the `csp` crate.

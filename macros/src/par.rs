@@ -1,5 +1,6 @@
-//! `par!`: parsing into [`Par`], then the expansion onto `csp::__private`: each branch
-//! spawned as a process into a `ParBranch`, and one `ParJoin` awaiting them all.
+//! `par!` and `try_par!`: parsing into [`Par`], then the expansion onto
+//! `csp::__private`: each branch spawned as a process into a `ParBranch`, all sharing
+//! one `ParGroup` that hears of the first failure, and one `ParJoin` awaiting them all.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -92,34 +93,54 @@ fn parse_replicated(input: ParseStream<'_>) -> syn::Result<Par> {
     Ok(Par::Replicated(Box::new(Replicated { pat, iter, body })))
 }
 
-/// Expands a `par!`.
-pub(crate) fn expand(input: TokenStream) -> TokenStream {
+/// Which macro: what fails a branch, and what the join evaluates to.
+#[derive(Clone, Copy)]
+pub(crate) enum Kind {
+    /// `par!`: a panic fails a branch; the outputs themselves.
+    All,
+    /// `try_par!`: a panic or an `Err`; `Ok` of the outputs, or the error.
+    Try,
+}
+
+/// Expands a `par!` or `try_par!`.
+pub(crate) fn expand(input: TokenStream, kind: Kind) -> TokenStream {
     match syn::parse2::<Par>(input) {
-        Ok(par) => par.expand(),
+        Ok(par) => par.expand(kind),
         Err(err) => err.to_compile_error(),
     }
 }
 
-/// Spawns `branch` as a process. The call carries the branch's span, so the process's
-/// `spawned_at` and any error about the branch (not a future, not `Send`) point at it.
-fn spawn(branch: &Expr) -> TokenStream {
-    quote_spanned! {branch.span()=> ::csp::spawn(#branch) }
+/// Spawns `branch` as a process of the group `group`. The call carries the branch's
+/// span, so the process's `spawned_at` and any error about the branch (not a future, not
+/// `Send`) point at it.
+fn spawn(branch: &Expr, group: &TokenStream, kind: Kind) -> TokenStream {
+    let kind = match kind {
+        Kind::All => quote!(All),
+        Kind::Try => quote!(Try),
+    };
+    quote_spanned! {branch.span()=>
+        ::csp::__private::spawn_branch::<::csp::__private::#kind, _>(#group, #branch)
+    }
 }
 
 impl Par {
-    fn expand(&self) -> TokenStream {
+    fn expand(&self, kind: Kind) -> TokenStream {
         let private = quote!(::csp::__private);
+        let group = format_ident!("__csp_group", span = Span::mixed_site());
+        let join = format_ident!("__csp_join", span = Span::mixed_site());
+        // What the join's `Result` becomes: `par!`'s cannot be an error.
+        let finish = |outputs: TokenStream| match kind {
+            Kind::All => quote!(#private::into_ok(#outputs)),
+            Kind::Try => outputs,
+        };
         match self {
-            Par::Tuple(branches) if branches.is_empty() => {
-                // Nothing to spawn or to flatten: the join is ready at once, with `()`.
-                quote!(#private::ParJoin::new(()).await)
-            }
             Par::Tuple(branches) => {
                 // `(ParBranch<A>, (ParBranch<B>, ()))`, built (and so spawned) in
                 // written order, and the matching pattern for the outputs.
+                let group_ref = quote!(&#group);
                 let joined = branches.iter().rev().fold(quote!(()), |rest, branch| {
-                    let spawn = spawn(branch);
-                    quote!((#private::ParBranch::new(#spawn), #rest))
+                    let spawn = spawn(branch, &group_ref, kind);
+                    quote!((#spawn, #rest))
                 });
                 let outputs: Vec<_> = (0..branches.len())
                     .map(|i| format_ident!("__csp_output_{}", i, span = Span::mixed_site()))
@@ -128,25 +149,32 @@ impl Par {
                     .iter()
                     .rev()
                     .fold(quote!(()), |rest, output| quote!((#output, #rest)));
+                let result = finish(quote! {
+                    ::core::result::Result::map(#join.await, |#pattern| (#(#outputs,)*))
+                });
                 quote! {{
-                    let #pattern = #private::ParJoin::new(#joined).await;
-                    (#(#outputs,)*)
+                    let #group = #private::ParGroup::new();
+                    let #join = #private::ParJoin::new(#joined, #group);
+                    #result
                 }}
             }
             Par::Replicated(replicated) => {
                 let Replicated { pat, iter, body } = &**replicated;
                 let items = format_ident!("__csp_items", span = Span::mixed_site());
-                let join = format_ident!("__csp_join", span = Span::mixed_site());
-                let spawn = spawn(body);
+                let branch = format_ident!("__csp_branch", span = Span::mixed_site());
+                let spawn = spawn(body, &quote!(#join.group()), kind);
+                let result = finish(quote!(#join.await));
                 quote! {{
                     let #items = ::core::iter::IntoIterator::into_iter(#iter);
                     let mut #join = #private::ParJoin::with_capacity(
                         ::core::iter::Iterator::size_hint(&#items).0,
+                        #private::ParGroup::new(),
                     );
                     for #pat in #items {
-                        #join.push(#spawn);
+                        let #branch = #spawn;
+                        #join.push(#branch);
                     }
-                    #join.await
+                    #result
                 }}
             }
         }

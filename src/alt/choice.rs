@@ -18,10 +18,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::alt::rng;
-use crate::time::{Sleep, sleep};
+use crate::time::{Sleep, sleep, sleep_until};
 use crate::tuning::INLINE_ARMS;
 use crate::wait::WaitOn;
 use crate::wait::claim::{Claim, Owner, Panic, Seen, Wakes, resume};
@@ -376,34 +376,50 @@ impl Timeout for NoDeadline {
     }
 }
 
-/// A choice's timeout (an `after` arm, `Select::timeout`): measured from the first poll
-/// that finds no arm ready, the one that starts the timer, so a choice that completes at
-/// once never makes one; the timer goes into the wheel only when the choice waits
-/// (DESIGN.md: a fixed `alt!` allocates nothing per iteration). The timer never claims the
-/// flag; on expiry the choice withdraws ([`Choice::poll_until`]).
+/// A choice's timeout (an `after` or `at` arm, `Select::timeout`, `Select::deadline`):
+/// a duration is measured from the first poll that finds no arm ready, the one that
+/// starts the timer, so a choice that completes at once never makes one; the timer goes
+/// into the wheel only when the choice waits (DESIGN.md: a fixed `alt!` allocates nothing
+/// per iteration). The timer never claims the flag; on expiry the choice withdraws
+/// ([`Choice::poll_until`]).
 #[derive(Debug)]
 pub struct Deadline {
-    after: Option<Duration>,
+    expiry: Option<Expiry>,
     /// Started by the first `poll`; its wheel entry lives inside it, so it stays pinned.
     timer: Option<Sleep>,
 }
 
+/// When a choice's timeout fires.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Expiry {
+    /// This long after the choice's first wait (`after`, `Select::timeout`).
+    After(Duration),
+    /// At this instant (`at`, `Select::deadline`).
+    At(Instant),
+}
+
 impl Deadline {
-    /// A timeout of `after` (`None`: none, as a guarded-off `after` arm).
-    pub(crate) fn new(after: Option<Duration>) -> Deadline {
-        Deadline { after, timer: None }
+    /// A timeout at `expiry` (`None`: none, as a guarded-off `after` or `at` arm).
+    pub(crate) fn new(expiry: Option<Expiry>) -> Deadline {
+        Deadline {
+            expiry,
+            timer: None,
+        }
     }
 }
 
 impl Timeout for Deadline {
     fn is_set(&self) -> bool {
-        self.after.is_some()
+        self.expiry.is_some()
     }
 
     unsafe fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if let (Some(after), None) = (self.after, &self.timer) {
+        if let (Some(expiry), None) = (self.expiry, &self.timer) {
             // Written only while `None`: no pinned timer is overwritten.
-            self.timer = Some(sleep(after));
+            self.timer = Some(match expiry {
+                Expiry::After(after) => sleep(after),
+                Expiry::At(at) => sleep_until(at),
+            });
         }
         match &mut self.timer {
             // SAFETY: pinned, per the caller.

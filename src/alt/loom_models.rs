@@ -283,3 +283,30 @@ fn loom_try_select_is_linearizable() {
         other.join().unwrap();
     });
 }
+
+/// A choice over a receive and a cancellation token (`cancelled(token)`, a `closed` arm
+/// on the token's channel) registers its arms while another thread cancels the token:
+/// whatever the interleaving, the cancellation is seen, by the choice's first try or by
+/// a wake of its registered arm, and the choice completes with that arm. (`prialt!`, as
+/// `alt!`'s random order would make the model's runs differ; the race of a send with a
+/// close is `loom_alt_vs_close`'s.)
+#[test]
+fn loom_cancel_racing_its_alt_arms_registration() {
+    loom::model(|| {
+        let (_tx, rx) = bounded::<u8>(1);
+        let token = crate::CancellationToken::new();
+        let canceller = {
+            let token = token.clone();
+            thread::spawn(move || token.cancel())
+        };
+        let fired = block_on(async {
+            crate::prialt! {
+                recv(rx) -> msg => Some(msg),
+                cancelled(token) => None,
+            }
+        });
+        canceller.join().unwrap();
+        assert_eq!(fired, None, "only the cancellation could fire");
+        assert!(token.is_cancelled());
+    });
+}

@@ -10,14 +10,16 @@
 //! - an `AltFuture` is `Send` exactly when its arms are.
 
 use std::borrow::Borrow;
+use std::convert::Infallible;
 use std::future::Future;
 use std::marker::{PhantomData, PhantomPinned};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::alt::choice::{ArmSet, Choice, Deadline, NoDeadline, Plan, Timeout};
+use crate::alt::choice::{ArmSet, Choice, Deadline, Expiry, NoDeadline, Plan, Timeout};
+use crate::cancel::CancellationToken;
 use crate::chan::core::Chan;
 use crate::chan::ops::{ClosedOp, RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
@@ -27,7 +29,7 @@ use crate::wait::operation::Operation;
 /// What [`AltFuture`] resolves to when the `default` arm runs.
 pub const DEFAULT: usize = usize::MAX;
 
-/// What [`AltFuture`] resolves to when the `after` arm's time is up.
+/// What [`AltFuture`] resolves to when the `after` (or `at`) arm's time is up.
 pub const AFTER: usize = usize::MAX - 1;
 
 /// A type-erased reference to an arm, inside [`AltFuture`]: one operation, or the many
@@ -193,6 +195,15 @@ impl<'a, T> ClosedArm<'a, T> {
     pub fn new<S: Borrow<Sender<T>> + ?Sized>(tx: &'a S) -> Self {
         ClosedArm {
             op: ClosedOp::new(tx.borrow().chan()),
+        }
+    }
+}
+
+impl<'a> ClosedArm<'a, Infallible> {
+    /// A `cancelled(token)` arm: fires once `token` is cancelled (its channel closed).
+    pub fn cancelled<S: Borrow<CancellationToken> + ?Sized>(token: &'a S) -> Self {
+        ClosedArm {
+            op: ClosedOp::new(token.borrow().chan()),
         }
     }
 }
@@ -396,7 +407,24 @@ pub fn alt_after<'a, const N: usize, L: ArmList<'a>>(
     has_default: bool,
     after: Option<Duration>,
 ) -> AltFuture<'a, N, L, Deadline> {
-    AltFuture::new(arms, biased, has_default, Deadline::new(after))
+    AltFuture::new(
+        arms,
+        biased,
+        has_default,
+        Deadline::new(after.map(Expiry::After)),
+    )
+}
+
+/// As [`alt`], with an `at` arm: resolves to [`AFTER`] once the instant `at` has passed
+/// with no arm fired (`None`: the arm's guard is false).
+#[inline]
+pub fn alt_at<'a, const N: usize, L: ArmList<'a>>(
+    arms: L,
+    biased: bool,
+    has_default: bool,
+    at: Option<Instant>,
+) -> AltFuture<'a, N, L, Deadline> {
+    AltFuture::new(arms, biased, has_default, Deadline::new(at.map(Expiry::At)))
 }
 
 /// The future of an `alt!`: the arm that fired (and the channel within a `recv_any` or

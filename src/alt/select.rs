@@ -4,9 +4,9 @@ use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::alt::choice::{ArmSet, Choice, Deadline, Plan, Timeout};
+use crate::alt::choice::{ArmSet, Choice, Deadline, Expiry, Plan, Timeout};
 use crate::chan::core::Chan;
 use crate::chan::ops::{RecvOp, SendOp};
 use crate::chan::{Receiver, RecvError, SendError, Sender};
@@ -187,7 +187,7 @@ pub struct Select<'a> {
     /// `Select` owns the arms, so only the `Select`'s drop (which always runs before the
     /// arms go) can be trusted to unlink them; a `SelectFuture` may be leaked.
     choice: Option<Box<Choice>>,
-    timeout: Option<Duration>,
+    timeout: Option<Expiry>,
 }
 
 impl<'a> Select<'a> {
@@ -320,7 +320,26 @@ impl<'a> Select<'a> {
     /// # });
     /// ```
     pub fn timeout(&mut self, d: Duration) {
-        self.timeout = Some(d);
+        self.timeout = Some(Expiry::After(d));
+    }
+
+    /// As [`timeout`](Self::timeout), with an instant rather than a duration: each later
+    /// [`select`](Self::select) completes with index [`Select::TIMEOUT`] once `deadline`
+    /// has passed (at once, if it already has and no arm is ready). It replaces a
+    /// timeout set before, as `timeout` replaces a deadline.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// use std::time::{Duration, Instant};
+    /// let (_tx, rx) = csp::channel::<u8>();
+    /// let mut sel = csp::Select::new();
+    /// sel.recv(&rx);
+    /// sel.deadline(Instant::now() + Duration::from_millis(5));
+    /// assert_eq!(sel.select().await.index(), csp::Select::TIMEOUT);
+    /// # });
+    /// ```
+    pub fn deadline(&mut self, deadline: Instant) {
+        self.timeout = Some(Expiry::At(deadline));
     }
 
     /// Fires an arm that is ready now, without waiting; `None` if none is.

@@ -34,7 +34,7 @@ pub(crate) fn block_on<F: Future>(handle: &Handle, future: F) -> F::Output {
             if parker.park_timeout(grace) {
                 return;
             }
-            if let Some(report) = shared.deadlock_report(parker, activity) {
+            if let Some(report) = shared.deadlock_report(Some(parker), activity) {
                 panic!("{report}");
             }
         }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::loom::thread;
+use crate::runtime::deadlock_monitor::{self, DeadlockHook};
 use crate::runtime::hooks::ThreadHooks;
 use crate::runtime::{Handle, Runtime, Shared, default, worker};
 
@@ -24,6 +25,7 @@ pub struct Builder {
     thread_name: String,
     deadlock_detection: bool,
     deadlock_grace: Duration,
+    on_deadlock: Option<DeadlockHook>,
     hooks: ThreadHooks,
 }
 
@@ -47,6 +49,7 @@ impl Builder {
             thread_name: "csp-worker".to_owned(),
             deadlock_detection: true,
             deadlock_grace: Duration::from_secs(1),
+            on_deadlock: None,
             hooks: ThreadHooks::default(),
         }
     }
@@ -189,6 +192,92 @@ impl Builder {
         self
     }
 
+    /// Reports deadlocks where no `block_on` is there to: calls `f` with the report
+    /// (the text `block_on` panics with, less its line about the `block_on` future) when
+    /// every process of the runtime has been blocked on the others for the
+    /// [grace period](Self::deadlock_grace), and the runtime goes on. For the default
+    /// runtime driven from tokio or a plain thread ([`build_default`](Self::build_default)),
+    /// and for servers whose main thread does something else.
+    ///
+    /// The rule is `block_on`'s, so a report is never false: a process waiting on a
+    /// timer, I/O, a foreign future, or a channel something outside the runtime has
+    /// used (a plain thread, a tokio task) never counts as blocked; a channel end moved
+    /// to such code counts from its first use there (call
+    /// [`mark_foreign`](crate::Sender::mark_foreign) before moving it). While a
+    /// `block_on` future runs, `block_on` does the detecting. A thread of the runtime
+    /// wakes once per grace period to look; `f` runs on it, once per deadlock, and a
+    /// panic in `f` is caught and reported on standard error. With
+    /// [`deadlock_detection(false)`](Self::deadlock_detection), nothing runs.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// let (reports, reported) = mpsc::channel();
+    /// let rt = csp::Runtime::builder()
+    ///     .deadlock_grace(Duration::from_millis(50))
+    ///     .on_deadlock(move |report| {
+    ///         eprintln!("{report}"); // a log line, here, as well
+    ///         let _ = reports.send(report.to_owned());
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// // Two processes, each waiting for the other; nobody calls block_on. (Channels
+    /// // made in a process: made here, on a plain thread, they would be foreign.)
+    /// rt.spawn(async {
+    ///     let (to_a, from_b) = csp::channel::<u8>();
+    ///     let (to_b, from_a) = csp::channel::<u8>();
+    ///     csp::spawn(async move {
+    ///         let _keep = to_b;
+    ///         from_b.recv().await
+    ///     });
+    ///     csp::spawn(async move {
+    ///         let _keep = to_a;
+    ///         from_a.recv().await
+    ///     });
+    /// });
+    /// let report = reported.recv_timeout(Duration::from_secs(10)).unwrap();
+    /// assert!(report.starts_with("csp: deadlock: all processes are asleep"));
+    /// ```
+    pub fn on_deadlock<F: Fn(&str) + Send + Sync + 'static>(&mut self, f: F) -> &mut Self {
+        self.on_deadlock = Some(DeadlockHook(Arc::new(f)));
+        self
+    }
+
+    /// Puts every thread of the runtime, workers and blocking-pool threads, inside the
+    /// context of the tokio runtime of `handle` (feature `tokio`), so that processes can
+    /// use tokio's sockets, timers and `tokio::spawn`: what the
+    /// [`on_thread_start`](Self::on_thread_start) recipe does, in one line. The context is
+    /// entered before the start hook runs and left after the stop hook. The thread that
+    /// calls [`Runtime::block_on`](crate::Runtime::block_on) is the caller's: a
+    /// `block_on` future uses tokio only if its thread is in tokio's context already.
+    ///
+    /// Drop the csp runtime before the tokio runtime: tokio's I/O stops with its runtime.
+    ///
+    /// ```
+    /// let tokio_rt = tokio::runtime::Runtime::new().unwrap();
+    /// let rt = csp::Runtime::builder()
+    ///     .enter_tokio(tokio_rt.handle().clone())
+    ///     .build()
+    ///     .unwrap();
+    /// let slept = rt.block_on(async {
+    ///     csp::spawn(async {
+    ///         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///         "slept on tokio's timer, in a csp process"
+    ///     })
+    ///     .await
+    ///     .unwrap()
+    /// });
+    /// assert!(slept.starts_with("slept"));
+    /// drop(rt);
+    /// drop(tokio_rt);
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn enter_tokio(&mut self, handle: tokio::runtime::Handle) -> &mut Self {
+        self.hooks.tokio = Some(handle);
+        self
+    }
+
     /// Runs `f` on every thread the runtime started, workers and blocking-pool threads,
     /// as the thread exits (after its last piece of work; still in the runtime). Setting
     /// it again replaces the earlier hook. A panic in `f` is caught and reported on
@@ -254,6 +343,7 @@ impl Builder {
                 shared: shared.clone(),
             },
             threads: Vec::with_capacity(workers),
+            monitor: None,
         };
         for (index, queue) in queues.into_iter().enumerate() {
             let shared = shared.clone();
@@ -269,6 +359,14 @@ impl Builder {
                     return Err(err);
                 }
             }
+        }
+        if let (Some(grace), Some(hook)) = (deadlock_grace, &self.on_deadlock) {
+            let (shared, hook) = (shared.clone(), hook.clone());
+            let monitor = std::thread::Builder::new()
+                .name(format!("{}-deadlock", self.thread_name))
+                .spawn(move || deadlock_monitor::run(shared, grace, hook))?;
+            let _ = runtime.handle.shared.monitor.set(monitor.thread().clone());
+            runtime.monitor = Some(monitor);
         }
         Ok(runtime)
     }

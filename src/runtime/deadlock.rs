@@ -28,7 +28,7 @@
 use std::fmt::Write;
 
 use crate::loom::sync::atomic::Ordering;
-use crate::runtime::Shared;
+use crate::runtime::{Shared, groups};
 use crate::task::TaskRef;
 use crate::wait::WaitOn;
 use crate::wait::epoch::foreign_epoch;
@@ -69,20 +69,27 @@ impl Shared {
 
     /// The report of a deadlock between `main` (the `block_on` future, whose thread has
     /// been parked for a grace period that started at `activity_before`) and every
-    /// process of the runtime; `None` if anything may still make progress.
-    pub(crate) fn deadlock_report(&self, main: &Parker, activity_before: u64) -> Option<String> {
+    /// process of the runtime; `None` if anything may still make progress. With no
+    /// `main` (the monitor of `deadlock_monitor.rs`), the runtime must have no `block_on`
+    /// future at all, and the report covers its processes alone.
+    pub(crate) fn deadlock_report(
+        &self,
+        main: Option<&Parker>,
+        activity_before: u64,
+    ) -> Option<String> {
         let epoch = foreign_epoch(self.id());
-        let main_wait = WaitOn::classify(main.wait_word(), self.id());
+        let main_wait = main.map(|main| WaitOn::classify(main.wait_word(), self.id()));
+        let main_foreign = || main.is_some_and(|main| main.foreign_wakers() > 0);
         // Relaxed: see `MainFuture::drop`.
-        if self.main_futures.load(Ordering::Relaxed) != 1
+        if self.main_futures.load(Ordering::Relaxed) != usize::from(main.is_some())
             || self.is_shutdown()
             || self.activity() != activity_before
             || !self.idle().all_asleep()
             || self.has_work()
             || self.timers().len() > 0
             || self.timers().is_firing()
-            || main.foreign_wakers() > 0
-            || main_wait == Recorded::Open
+            || main_foreign()
+            || main_wait == Some(Recorded::Open)
         {
             return None;
         }
@@ -114,15 +121,15 @@ impl Shared {
             }
             blocked.push((header.id, header.spawned_at, WaitOn::decode(wait)));
         });
-        if !all_blocked {
+        if !all_blocked || (main.is_none() && blocked.is_empty()) {
             return None;
         }
-        if !stale.is_empty() || main_wait == Recorded::Stale {
+        if !stale.is_empty() || main_wait == Some(Recorded::Stale) {
             // Waits recorded before a channel of this runtime turned foreign: have their
             // owners polled again (a spurious wake, which every future tolerates), so
             // that the next grace period judges them afresh.
             stale.into_iter().for_each(TaskRef::wake);
-            if main_wait == Recorded::Stale {
+            if let (Some(main), Some(Recorded::Stale)) = (main, main_wait) {
                 main.unpark();
             }
             return None;
@@ -133,30 +140,37 @@ impl Shared {
         if self.activity() != activity_before
             || foreign_epoch(self.id()) != epoch
             || self.timers().is_firing()
-            || main.is_notified()
-            || main.foreign_wakers() > 0
+            || main.is_some_and(Parker::is_notified)
+            || main_foreign()
         {
             return None;
         }
         blocked.sort_by_key(|&(id, ..)| id);
         let mut report = String::from("csp: deadlock: all processes are asleep");
-        let main_wait = WaitOn::decode(main.wait_word()).map(|w| w.to_string());
-        let _ = write!(
-            report,
-            "\n  the block_on future: waiting on {}",
-            main_wait.as_deref().unwrap_or("?")
-        );
-        for (id, spawned_at, wait) in blocked {
-            let wait = wait.map(|w| w.to_string());
+        if let Some(main) = main {
+            let main_wait = WaitOn::decode(main.wait_word()).map(|w| w.to_string());
             let _ = write!(
                 report,
-                "\n  process #{id} (Sleeping), spawned at {spawned_at}: waiting on {}",
+                "\n  the block_on future: waiting on {}",
+                main_wait.as_deref().unwrap_or("?")
+            );
+        }
+        let groups = groups::of(blocked.iter().map(|&(id, ..)| id));
+        for (id, spawned_at, wait) in blocked {
+            let wait = wait.map(|w| w.to_string());
+            let group = groups
+                .get(&id)
+                .map(|g| format!(" in JoinSet #{} (made at {})", g.id, g.made_at))
+                .unwrap_or_default();
+            let _ = write!(
+                report,
+                "\n  process #{id} (Sleeping), spawned at {spawned_at}{group}: waiting on {}",
                 wait.as_deref().unwrap_or("?")
             );
         }
         if let Some(path) = std::env::var_os(DOT_PATH_VAR) {
             let path = std::path::PathBuf::from(path);
-            let _ = match std::fs::write(&path, self.wait_graph(Some(main))) {
+            let _ = match std::fs::write(&path, self.wait_graph(main)) {
                 Ok(()) => write!(
                     report,
                     "\n  the wait graph (Graphviz DOT) is in {} ({DOT_PATH_VAR})",

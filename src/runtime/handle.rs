@@ -4,7 +4,7 @@ use std::future::Future;
 use std::panic::Location;
 
 use crate::loom::sync::Arc;
-use crate::runtime::{Shared, context};
+use crate::runtime::{Metrics, ProcessInfo, Shared, context};
 use crate::wait::JoinHandle;
 
 /// A cloneable, `Send + Sync` reference to a [`Runtime`](crate::Runtime) that spawns onto
@@ -101,6 +101,42 @@ impl Handle {
         R: Send + 'static,
     {
         Shared::spawn_blocking(&self.shared, f, Location::caller())
+    }
+
+    /// The counters of the handle's runtime, as [`Runtime::metrics`](crate::Runtime::metrics)
+    /// reads them: from inside a process (`#[csp::main]`), or for the default runtime,
+    /// from anywhere.
+    ///
+    /// ```
+    /// #[csp::main(worker_threads = 2)]
+    /// async fn spawned_so_far() -> u64 {
+    ///     csp::spawn(async {}).await.unwrap();
+    ///     let metrics = csp::Handle::current().metrics();
+    ///     assert_eq!(metrics.workers, 2);
+    ///     metrics.spawned
+    /// }
+    ///
+    /// assert_eq!(spawned_so_far(), 1);
+    /// ```
+    pub fn metrics(&self) -> Metrics {
+        self.shared.metrics()
+    }
+
+    /// A dump of the live processes of the handle's runtime, sorted by id, as
+    /// [`Runtime::processes`](crate::Runtime::processes) takes it.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let (_tx, rx) = csp::channel::<u8>();
+    /// let waiter = csp::spawn(async move { rx.recv().await });
+    /// let handle = csp::Handle::current();
+    /// while !handle.processes().iter().any(|p| p.id == waiter.id() && p.waiting_on.is_some()) {
+    ///     csp::yield_now().await;
+    /// }
+    /// # });
+    /// ```
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        self.shared.processes()
     }
 
     /// Who waits on what, as [Graphviz](https://graphviz.org) DOT text: the runtime's

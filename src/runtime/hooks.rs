@@ -19,17 +19,30 @@ pub(crate) type Hook = Arc<dyn Fn() + Send + Sync + 'static>;
 pub(crate) struct ThreadHooks {
     pub(crate) start: Option<Hook>,
     pub(crate) stop: Option<Hook>,
+    /// The tokio runtime whose context every thread enters (`Builder::enter_tokio`).
+    #[cfg(feature = "tokio")]
+    pub(crate) tokio: Option<tokio::runtime::Handle>,
 }
 
 impl ThreadHooks {
-    /// Runs the start hook, if any, on the current thread (before it runs any work).
+    /// Runs the start hook, if any, on the current thread (before it runs any work),
+    /// inside the tokio context if one was given.
     pub(crate) fn thread_started(&self) {
+        #[cfg(feature = "tokio")]
+        if let Some(tokio) = &self.tokio {
+            crate::runtime::tokio_context::enter(tokio);
+        }
         run(self.start.as_ref(), "on_thread_start");
     }
 
-    /// Runs the stop hook, if any, on the current thread (as it exits).
+    /// Runs the stop hook, if any, on the current thread (as it exits), then leaves the
+    /// tokio context.
     pub(crate) fn thread_stopping(&self) {
         run(self.stop.as_ref(), "on_thread_stop");
+        #[cfg(feature = "tokio")]
+        if self.tokio.is_some() {
+            crate::runtime::tokio_context::exit();
+        }
     }
 }
 
@@ -62,6 +75,6 @@ impl fmt::Debug for ThreadHooks {
         f.debug_struct("ThreadHooks")
             .field("on_thread_start", &self.start.is_some())
             .field("on_thread_stop", &self.stop.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }

@@ -25,4 +25,7 @@ pub struct ProcessInfo {
     /// channel #4"`, `"join of process #9"`; `None` when it is not sleeping or waits on
     /// something csp does not know (a timer of another runtime, I/O).
     pub waiting_on: Option<String>,
+    /// The [`JoinSet`](crate::JoinSet) the process was spawned into, by its
+    /// [`id`](crate::JoinSet::id), while the set holds it.
+    pub group: Option<u64>,
 }

@@ -7,11 +7,14 @@
 //! - `shared.rs`: what workers, handles and processes share;
 //! - `registry.rs`: the live processes, for shutdown and dumps;
 //! - `blocking.rs`: the `spawn_blocking` pool;
-//! - `hooks.rs`: the user's thread start and stop hooks, run on every thread of a runtime;
+//! - `hooks.rs`: the user's thread start and stop hooks, run on every thread of a runtime,
+//!   and `tokio_context.rs` (feature `tokio`): a tokio runtime's context entered there;
 //! - `context.rs`: which runtime the current thread is in;
 //! - `block_on.rs`, `spawn.rs`: the entry points;
-//! - `metrics.rs`, `info.rs`: counters and process dumps;
-//! - `deadlock.rs`: deadlock detection;
+//! - `metrics.rs`, `info.rs`, `groups.rs`: counters, process dumps, and the groups
+//!   (`JoinSet`s) processes belong to;
+//! - `deadlock.rs`, `deadlock_monitor.rs`: deadlock detection, and its reports for a
+//!   runtime no `block_on` waits on;
 //! - `wait_graph.rs`: who waits on what, as a Graphviz picture;
 //! - `timer/`: the timer driver, one wheel per runtime, advanced by its workers;
 //! - `driver/` (feature `io`): the I/O driver, one `mio::Poll` per runtime, which its
@@ -26,9 +29,11 @@ mod blocking;
 mod builder;
 pub(crate) mod context;
 mod deadlock;
+mod deadlock_monitor;
 mod default;
 #[cfg(feature = "io")]
 pub(crate) mod driver;
+pub(crate) mod groups;
 mod handle;
 mod hooks;
 mod idle;
@@ -45,6 +50,8 @@ mod runtime;
 mod shared;
 mod spawn;
 pub(crate) mod timer;
+#[cfg(feature = "tokio")]
+mod tokio_context;
 mod wait_graph;
 pub(crate) mod worker;
 

@@ -29,6 +29,8 @@ use crate::wait::JoinHandle;
 pub struct Runtime {
     pub(crate) handle: Handle,
     pub(crate) threads: Vec<ThreadHandle<()>>,
+    /// The deadlock monitor's thread (`deadlock_monitor.rs`), if one runs.
+    pub(crate) monitor: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Runtime {
@@ -157,6 +159,13 @@ impl Runtime {
             return;
         }
         shared.registry().close_and_shutdown_all();
+        if let Some(monitor) = self.monitor.take() {
+            // Unparked by `begin_shutdown`, it returns at once; unless this is it (its
+            // hook dropped the runtime).
+            if monitor.thread().id() != std::thread::current().id() {
+                let _ = monitor.join();
+            }
+        }
         let threads = std::mem::take(&mut self.threads);
         let on_own_worker =
             context::with_worker(|local| local.is_some_and(|l| l.belongs_to(shared)));

@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     pub(super) main_futures: AtomicUsize,
     /// Run by each worker and blocking-pool thread as it starts and as it exits.
     hooks: ThreadHooks,
+    /// The deadlock monitor's thread, unparked at shutdown (`deadlock_monitor.rs`).
+    pub(super) monitor: std::sync::OnceLock<std::thread::Thread>,
     /// The I/O driver, made when the first source registers: a runtime that never
     /// touches a socket keeps no poll, no file descriptor for it.
     #[cfg(all(feature = "io", not(loom)))]
@@ -119,6 +121,7 @@ impl Shared {
             deadlock_grace,
             main_futures: AtomicUsize::new(0),
             hooks,
+            monitor: std::sync::OnceLock::new(),
             #[cfg(all(feature = "io", not(loom)))]
             io: std::sync::OnceLock::new(),
         });
@@ -383,6 +386,9 @@ impl Shared {
         self.idle.notify_all();
         self.blocking.shutdown();
         self.timers.shutdown();
+        if let Some(monitor) = self.monitor.get() {
+            monitor.unpark();
+        }
         #[cfg(all(feature = "io", not(loom)))]
         {
             // SeqCst: see `io_driver`.
@@ -454,9 +460,14 @@ impl Shared {
                 state,
                 spawned_at: header.spawned_at,
                 waiting_on,
+                group: None,
             });
         });
         out.sort_by_key(|p| p.id);
+        let groups = crate::runtime::groups::of(out.iter().map(|p| p.id));
+        for p in &mut out {
+            p.group = groups.get(&p.id).map(|group| group.id);
+        }
         out
     }
 }

@@ -20,6 +20,12 @@ use crate::wait::JoinHandle;
 /// csp::spawn(async { /* detached */ });
 /// # });
 /// ```
+///
+/// A process runs on a csp worker thread, outside any tokio runtime: spawned from a
+/// tokio task, it cannot use tokio's sockets or timers (they panic, "there is no reactor
+/// running") unless csp's threads enter tokio's context. With the `tokio` feature that is
+/// one line, `Builder::enter_tokio`, on the default
+/// runtime (`build_default`) or on your own; `examples/tokio_interop.rs` does it.
 #[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where

@@ -7,7 +7,8 @@
 //! another executor's wakers); an edge runs from a waiter to what it waits on. Channel
 //! edges come from the census of wait sites (`wait/census.rs`), which lists every linked
 //! entry, so an alt shows one edge per channel it waits on; joins come from each
-//! process's wait record. The graph is a snapshot taken while the runtime runs: a
+//! process's wait record. The processes of one `JoinSet` are drawn inside a box of the
+//! set's (a DOT cluster). The graph is a snapshot taken while the runtime runs: a
 //! process may be caught between two waits.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,6 +17,7 @@ use std::panic::Location;
 
 use crate::loom::sync::atomic::Ordering;
 use crate::runtime::Shared;
+use crate::runtime::groups::{self, Group};
 use crate::task::ProcessState;
 use crate::wait::WaitOn;
 use crate::wait::census::{self, Op};
@@ -54,6 +56,8 @@ struct Process {
     /// Something outside csp's channels may wake it: a waker of it is held outside
     /// csp, or it recorded no csp wait.
     foreign: bool,
+    /// The `JoinSet` it belongs to: drawn inside a box of the set's.
+    group: Option<Group>,
 }
 
 impl Shared {
@@ -83,16 +87,26 @@ impl Shared {
         });
         for p in &processes {
             let from = Node::Process(p.id);
-            if let Some(WaitOn::Join { process }) = p.wait {
-                edges.insert((from, Node::Process(process), "join"));
+            match p.wait {
+                Some(WaitOn::Join { process }) => {
+                    edges.insert((from, Node::Process(process), "join"));
+                }
+                Some(WaitOn::JoinSet { set }) => join_set_edges(&mut edges, from, set, &processes),
+                _ => {}
             }
             if p.foreign {
                 edges.insert((from, Node::Foreign, "foreign"));
             }
         }
         // Relaxed: a hint, as in the process dumps.
-        if let Some(WaitOn::Join { process }) = main.and_then(|m| WaitOn::decode(m.wait_word())) {
-            edges.insert((Node::Main, Node::Process(process), "join"));
+        match main.and_then(|m| WaitOn::decode(m.wait_word())) {
+            Some(WaitOn::Join { process }) => {
+                edges.insert((Node::Main, Node::Process(process), "join"));
+            }
+            Some(WaitOn::JoinSet { set }) => {
+                join_set_edges(&mut edges, Node::Main, set, &processes)
+            }
+            _ => {}
         }
         render(&processes, &channels, &edges)
     }
@@ -117,10 +131,30 @@ impl Shared {
                 wait: WaitOn::decode(word).filter(|_| sleeping),
                 // A wait on a foreign channel shows on the channel's node instead.
                 foreign: sleeping && (state.foreign_wakers() > 0 || WaitOn::decode(word).is_none()),
+                group: None,
             });
         });
         out.sort_by_key(|p| p.id);
+        let groups = groups::of(out.iter().map(|p| p.id));
+        for p in &mut out {
+            p.group = groups.get(&p.id).copied();
+        }
         out
+    }
+}
+
+/// A `join_next` edge from `from` to each live process of set `set`.
+fn join_set_edges(
+    edges: &mut BTreeSet<(Node, Node, &'static str)>,
+    from: Node,
+    set: u64,
+    processes: &[Process],
+) {
+    for p in processes
+        .iter()
+        .filter(|p| p.group.is_some_and(|g| g.id == set))
+    {
+        edges.insert((from, Node::Process(p.id), "join_next"));
     }
 }
 
@@ -145,21 +179,46 @@ fn render(
         .filter(|p| matches!(p.wait, Some(WaitOn::Alt { .. })))
         .map(|p| p.id)
         .collect();
+    // The processes of each JoinSet inside a box of the set's, the others outside.
+    let mut sets: BTreeMap<Option<u64>, (Option<Group>, Vec<&Process>)> = BTreeMap::new();
     for p in processes {
-        let mut label = format!(
-            "process #{}\\n{:?}\\n{}",
-            p.id,
-            p.state,
-            escape(&p.spawned_at.to_string())
-        );
-        if let Some(wait) = p.wait {
-            let _ = write!(label, "\\n{wait}");
+        let set = sets
+            .entry(p.group.map(|g| g.id))
+            .or_insert((p.group, Vec::new()));
+        set.1.push(p);
+    }
+    for (group, members) in sets.values() {
+        let indent = match group {
+            Some(group) => {
+                let _ = writeln!(
+                    dot,
+                    "    subgraph cluster_set{id} {{\n        label=\"JoinSet #{id}\\nmade at {}\";\n        style=rounded;",
+                    escape(&group.made_at.to_string()),
+                    id = group.id,
+                );
+                "        "
+            }
+            None => "    ",
+        };
+        for p in members {
+            let mut label = format!(
+                "process #{}\\n{:?}\\n{}",
+                p.id,
+                p.state,
+                escape(&p.spawned_at.to_string())
+            );
+            if let Some(wait) = p.wait {
+                let _ = write!(label, "\\n{wait}");
+            }
+            let _ = writeln!(
+                dot,
+                "{indent}{} [shape=box, label=\"{label}\"];",
+                Node::Process(p.id).name()
+            );
         }
-        let _ = writeln!(
-            dot,
-            "    {} [shape=box, label=\"{label}\"];",
-            Node::Process(p.id).name()
-        );
+        if group.is_some() {
+            dot.push_str("    }\n");
+        }
     }
     for (id, (kind, foreign)) in channels {
         let (style, note) = match foreign {

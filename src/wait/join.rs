@@ -35,7 +35,7 @@ impl JoinWaiter for JoinHooks {
 
 /// True if waking `stored` wakes the owner of `waker` (an internal clone has another
 /// vtable than the waker it was made from).
-fn wake_same(stored: &Waker, waker: &Waker) -> bool {
+pub(crate) fn wake_same(stored: &Waker, waker: &Waker) -> bool {
     if stored.will_wake(waker) {
         return true;
     }
@@ -50,7 +50,7 @@ fn wake_same(stored: &Waker, waker: &Waker) -> bool {
 
 /// A clone of `waker` for csp itself to keep: for a process's or a `block_on` future's
 /// waker, one that does not count as held outside csp.
-fn internal_clone(waker: &Waker) -> Waker {
+pub(crate) fn internal_clone(waker: &Waker) -> Waker {
     if let Some(raw) = process_of(waker) {
         return internal_waker(raw);
     }
@@ -98,6 +98,11 @@ impl<T> JoinHandle<T> {
             raw,
             _output: PhantomData,
         }
+    }
+
+    /// The id of the runtime the process belongs to.
+    pub(crate) fn runtime_id(&self) -> u64 {
+        self.raw.runtime_id()
     }
 
     /// Cancels the process: its future is dropped at the next opportunity (at once if

@@ -27,7 +27,8 @@ use crate::task::RawTask;
 use crate::wait::claim::Owner;
 use crate::wait::parker::Parker;
 
-/// A csp wait.
+/// A csp wait. `JoinSet` is `join_next` of a `JoinSet`: any of its processes ending
+/// ends the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WaitOn {
     Recv { channel: u64 },
@@ -35,6 +36,7 @@ pub(crate) enum WaitOn {
     Closed { channel: u64 },
     Alt { channels: u64 },
     Join { process: u64 },
+    JoinSet { set: u64 },
 }
 
 /// A recorded wait, as deadlock detection sees it.
@@ -79,6 +81,7 @@ impl WaitOn {
             WaitOn::Closed { channel } => (3, channel),
             WaitOn::Alt { channels } => (4, channels),
             WaitOn::Join { process } => (5, process),
+            WaitOn::JoinSet { set } => (6, set),
         };
         (kind << KIND_SHIFT) | (payload & PAYLOAD)
     }
@@ -106,6 +109,7 @@ impl WaitOn {
             3 => WaitOn::Closed { channel: payload },
             4 => WaitOn::Alt { channels: payload },
             5 => WaitOn::Join { process: payload },
+            6 => WaitOn::JoinSet { set: payload },
             _ => return None,
         })
     }
@@ -120,6 +124,7 @@ impl fmt::Display for WaitOn {
             WaitOn::Alt { channels: 1 } => write!(f, "alt over 1 channel"),
             WaitOn::Alt { channels } => write!(f, "alt over {channels} channels"),
             WaitOn::Join { process } => write!(f, "join of process #{process}"),
+            WaitOn::JoinSet { set } => write!(f, "join_next of JoinSet #{set}"),
         }
     }
 }
@@ -184,6 +189,24 @@ pub(crate) fn record_join(waker: &Waker, process: u64, runtime: u64, blocking: b
     };
     let foreign = blocking || owner_runtime != runtime;
     record(waker, WaitOn::Join { process }, foreign);
+}
+
+/// Records that the owner of `waker` waits for the next process of `JoinSet` `set` to
+/// end, whose processes all belong to runtime `runtime` (`None`: to several, or to
+/// none yet): a wait only the owner's runtime can end if it is that runtime.
+pub(crate) fn record_join_set(waker: &Waker, set: u64, runtime: Option<u64>) {
+    let owner_runtime = if let Some(owner) = crate::task::waker::process_of(waker) {
+        owner.runtime_id()
+    } else if let Some(main) = crate::wait::parker::parker_of(waker) {
+        main.runtime()
+    } else {
+        return;
+    };
+    record(
+        waker,
+        WaitOn::JoinSet { set },
+        runtime != Some(owner_runtime),
+    );
 }
 
 /// The wait word a poll of a process of runtime `runtime` starts from: nothing recorded,

@@ -29,7 +29,38 @@ async fn forms(
         send(tx, 1) -> _res if !ready => 12,
         after(std::time::Duration::from_millis(5)) if ready => { 13 }
     };
-    a + b + c + d
+    let token = csp::CancellationToken::new();
+    let e = csp::alt! {
+        recv(rx) -> msg => msg.unwrap_or(14),
+        cancelled(token) => 15,
+        cancelled(&token) if ready => 16,
+        at(std::time::Instant::now() + std::time::Duration::from_millis(5)) => 17,
+    };
+    let f = csp::prialt! {
+        recv(rx) -> msg => msg.unwrap_or(18),
+        at(std::time::Instant::now()) if !ready => { 19 }
+    };
+    a + b + c + d + e + f + reset(rx).await
+}
+
+// Go's `timer = time.After(d)` in a select loop: a body assigns to the operand of
+// another arm (and of its own), since every arm is dropped before a body runs.
+async fn reset(rx: csp::Receiver<u8>) -> u8 {
+    let mut idle = csp::after(std::time::Duration::from_millis(5));
+    let mut last = 0;
+    let mut input = rx;
+    loop {
+        csp::alt! {
+            recv(input) -> msg => match msg {
+                Ok(v) => {
+                    last = v;
+                    idle = csp::after(std::time::Duration::from_millis(5));
+                }
+                Err(_) => input = csp::channel().1,
+            },
+            recv(idle) -> _ => return last,
+        }
+    }
 }
 
 fn main() {

@@ -1,6 +1,6 @@
-// Every documented form: tuples of any length (trailing comma optional), branches of
-// any `Send + 'static` future type, and the replicated form with a pattern, over any
-// `IntoIterator`.
+// Every documented form of `par!` and `try_par!`: tuples of any length (trailing comma
+// optional), branches of any `Send + 'static` future type, and the replicated form with
+// a pattern, over any `IntoIterator`; `try_par!` with `?`.
 async fn double(x: u32) -> u32 {
     x * 2
 }
@@ -19,6 +19,22 @@ async fn forms() {
     let _ = (a, b, c, d, e, f, squares, pairs, doubled);
 }
 
+async fn checked(x: u32) -> Result<u32, String> {
+    x.checked_mul(2).ok_or_else(|| format!("{x} is too large"))
+}
+
+async fn try_forms() -> Result<u32, String> {
+    let nothing: Result<(), String> = csp::try_par!();
+    nothing?;
+    let (a,) = csp::try_par!(checked(1))?;
+    let (b, c, d) = csp::try_par!(checked(2), async { Ok("two") }, async { Ok(()) },)?;
+    let squares: Vec<u32> = csp::try_par!(for i in 0..4u32 => async move { Ok::<_, String>(i * i) })?;
+    let doubled = csp::try_par!(for i in [1, 2, 3] => checked(i))?;
+    let _ = (c, d);
+    Ok(a + b + squares.iter().sum::<u32>() + doubled.iter().sum::<u32>())
+}
+
 fn main() {
     csp::block_on(forms());
+    assert_eq!(csp::block_on(try_forms()), Ok(2 + 4 + 14 + 12));
 }

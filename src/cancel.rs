@@ -1,0 +1,337 @@
+//! A cancellation signal apart from channel closure: [`CancellationToken`].
+//!
+//! Each token is a channel that never carries a value and closes only when the token is
+//! cancelled, so waiting for a cancellation is waiting for a close: the `Closed` future,
+//! and a `closed` arm in the choice engine (the `cancelled(token)` arm of `alt!`), with
+//! the claim protocol the channels' loom models check. The channel is private to the
+//! token: no `Sender` or `Receiver` exists whose drop could close it.
+//!
+//! Children: a token keeps weak references to the children made from it and cancels
+//! them, depth first, when it is cancelled; a child keeps its parent alive, so a chain
+//! of tokens whose middle links were dropped still passes a cancellation on. A child made after its parent was cancelled
+//! is born cancelled: `cancel` closes the parent's channel before it takes the list of
+//! children, and `child_token` checks the close under the lock that guards the list.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+
+use crate::chan::Closed;
+use crate::chan::core::Chan;
+use crate::chan::ops::ClosedOp;
+use crate::loom::sync::Mutex;
+
+/// A signal that processes wait for, in `alt!` (`cancelled(token) => ..`) or as a
+/// future ([`cancelled`](Self::cancelled)), and that is cancelled only by a call to
+/// [`cancel`](Self::cancel): never because clones were dropped, unlike a channel, which
+/// closes when its last sender goes, on success as on failure.
+///
+/// Clones share one signal. A [child](Self::child_token) is cancelled with its parent
+/// (and with the parent's parent, and so on), and can be cancelled alone.
+///
+/// ```
+/// # csp::block_on(async {
+/// let (work_tx, work) = csp::bounded::<u32>(16);
+/// let stop = csp::CancellationToken::new();
+/// let worker = csp::spawn({
+///     let stop = stop.clone();
+///     async move {
+///         let mut done = 0;
+///         loop {
+///             csp::alt! {
+///                 recv(work) -> item => match item {
+///                     Ok(_) => done += 1,
+///                     Err(_) => return done, // no more work
+///                 },
+///                 cancelled(stop) => return done,
+///             }
+///         }
+///     }
+/// });
+/// work_tx.send(1).await.unwrap();
+/// stop.cancel();
+/// // The worker stops on the token, however many senders are still alive.
+/// assert!(worker.await.unwrap() <= 1);
+/// # drop(work_tx);
+/// # });
+/// ```
+///
+/// Deadlock detection treats a token as it treats a channel: a process waiting on a
+/// token that only processes of its runtime can cancel counts as blocked, one that a
+/// plain thread or another executor has touched does not. A process waiting on a child
+/// token never counts as blocked (its ancestors, wherever they are, may cancel it).
+pub struct CancellationToken {
+    node: Arc<Node>,
+}
+
+struct Node {
+    /// Closed when the token is cancelled; never holds a value.
+    chan: Chan<Infallible>,
+    /// The children made from this token; dead ones pruned as new ones are added.
+    children: Mutex<Vec<Weak<Node>>>,
+    /// Kept alive while this node lives, so that a token whose clones are all gone
+    /// still passes its ancestors' cancellation on to its descendants.
+    parent: Option<Arc<Node>>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // A chain of ancestors that only this node kept alive goes one by one, not by
+        // recursion: a million nested child tokens must not overflow the stack.
+        let mut parent = self.parent.take();
+        while let Some(node) = parent {
+            parent = match Arc::try_unwrap(node) {
+                Ok(mut node) => node.parent.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+impl Node {
+    fn new(parent: Option<Arc<Node>>) -> Arc<Node> {
+        Arc::new(Node {
+            chan: Chan::new(Some(0)),
+            children: Mutex::new(Vec::new()),
+            parent,
+        })
+    }
+}
+
+impl CancellationToken {
+    /// A token not cancelled.
+    ///
+    /// ```
+    /// let token = csp::CancellationToken::new();
+    /// assert!(!token.is_cancelled());
+    /// ```
+    pub fn new() -> CancellationToken {
+        CancellationToken {
+            node: Node::new(None),
+        }
+    }
+
+    /// Cancels the token, its clones and its children (theirs too): every process
+    /// waiting on any of them is woken. Cancelling a cancelled token does nothing.
+    ///
+    /// ```
+    /// let token = csp::CancellationToken::new();
+    /// let clone = token.clone();
+    /// token.cancel();
+    /// assert!(clone.is_cancelled());
+    /// ```
+    pub fn cancel(&self) {
+        let mut stack = vec![self.node.clone()];
+        while let Some(node) = stack.pop() {
+            node.chan.note_use();
+            if !node.chan.close() {
+                // Cancelled before: its children were (or are being) cancelled then.
+                continue;
+            }
+            // After the close: a child made from now on sees it and is born cancelled.
+            let children = std::mem::take(&mut *node.children.lock());
+            stack.extend(children.iter().filter_map(Weak::upgrade));
+        }
+    }
+
+    /// True once the token is cancelled.
+    ///
+    /// ```
+    /// let parent = csp::CancellationToken::new();
+    /// let child = parent.child_token();
+    /// parent.cancel();
+    /// assert!(child.is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        self.node.chan.is_closed()
+    }
+
+    /// A future that completes once the token is cancelled (at once if it is).
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let token = csp::CancellationToken::new();
+    /// csp::spawn({
+    ///     let token = token.clone();
+    ///     async move { token.cancel() }
+    /// });
+    /// token.cancelled().await;
+    /// assert!(token.is_cancelled());
+    /// # });
+    /// ```
+    pub fn cancelled(&self) -> Cancelled<'_> {
+        Cancelled {
+            inner: Closed::new(ClosedOp::new(&self.node.chan)),
+        }
+    }
+
+    /// A token cancelled with this one (and with its ancestors), which can also be
+    /// cancelled alone, leaving this one as it is. Made from a cancelled token, it is
+    /// cancelled already.
+    ///
+    /// ```
+    /// let parent = csp::CancellationToken::new();
+    /// let child = parent.child_token();
+    /// child.cancel();
+    /// assert!(child.is_cancelled() && !parent.is_cancelled());
+    /// ```
+    pub fn child_token(&self) -> CancellationToken {
+        let child = Node::new(Some(self.node.clone()));
+        // Its ancestors may be cancelled from anywhere: never count a wait on it as
+        // blocked (see the type's docs).
+        child.chan.mark_foreign();
+        let mut children = self.node.children.lock();
+        if self.node.chan.is_closed() {
+            drop(children);
+            child.chan.close();
+        } else {
+            if children.len() == children.capacity() {
+                // Prune before the list grows: a long-lived parent of many short-lived
+                // children keeps a list as long as the children alive, amortized.
+                children.retain(|child| child.strong_count() > 0);
+            }
+            children.push(Arc::downgrade(&child));
+        }
+        CancellationToken { node: child }
+    }
+
+    /// A guard that cancels the token when dropped (unless
+    /// [`disarm`](DropGuard::disarm)ed): on every way out of a scope, an early return
+    /// and a panic included.
+    ///
+    /// ```
+    /// let token = csp::CancellationToken::new();
+    /// {
+    ///     let _guard = token.clone().drop_guard();
+    /// }
+    /// assert!(token.is_cancelled());
+    /// ```
+    pub fn drop_guard(self) -> DropGuard {
+        DropGuard { token: Some(self) }
+    }
+
+    /// The channel whose close is the cancellation, for the `cancelled(token)` arm.
+    pub(crate) fn chan(&self) -> &Chan<Infallible> {
+        &self.node.chan
+    }
+}
+
+impl Clone for CancellationToken {
+    fn clone(&self) -> Self {
+        // A clone made outside the runtime that made the token lets code there cancel
+        // it, as a clone of a channel end does (`chan/home.rs`).
+        self.node.chan.note_use();
+        CancellationToken {
+            node: self.node.clone(),
+        }
+    }
+}
+
+impl Default for CancellationToken {
+    fn default() -> Self {
+        CancellationToken::new()
+    }
+}
+
+impl fmt::Debug for CancellationToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancellationToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+/// The future of [`CancellationToken::cancelled`]: completes once the token is
+/// cancelled. Dropped before then, it leaves nothing behind.
+#[must_use = "futures do nothing unless polled"]
+pub struct Cancelled<'a> {
+    inner: Closed<'a, Infallible>,
+}
+
+impl Future for Cancelled<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: `inner` is structurally pinned: never moved out of `self`.
+        unsafe { self.map_unchecked_mut(|this| &mut this.inner) }.poll(cx)
+    }
+}
+
+impl fmt::Debug for Cancelled<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cancelled").finish_non_exhaustive()
+    }
+}
+
+/// Cancels its token when dropped: [`CancellationToken::drop_guard`].
+#[must_use = "dropped at once, the guard cancels its token at once"]
+pub struct DropGuard {
+    token: Option<CancellationToken>,
+}
+
+impl DropGuard {
+    /// Gives the token back without cancelling it.
+    ///
+    /// ```
+    /// let token = csp::CancellationToken::new();
+    /// let guard = token.clone().drop_guard();
+    /// let _token = guard.disarm();
+    /// assert!(!token.is_cancelled());
+    /// ```
+    pub fn disarm(mut self) -> CancellationToken {
+        self.token
+            .take()
+            .expect("a DropGuard holds its token until dropped")
+    }
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if let Some(token) = &self.token {
+            token.cancel();
+        }
+    }
+}
+
+impl fmt::Debug for DropGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DropGuard")
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_of_children_stays_as_long_as_the_children_alive() {
+        let parent = CancellationToken::new();
+        let kept: Vec<_> = (0..10).map(|_| parent.child_token()).collect();
+        for _ in 0..100_000 {
+            drop(parent.child_token());
+        }
+        let len = parent.node.children.lock().len();
+        assert!(len <= 2 * kept.len() + 1, "{len} children listed, 10 alive");
+        parent.cancel();
+        assert!(kept.iter().all(CancellationToken::is_cancelled));
+        assert!(parent.node.children.lock().is_empty());
+    }
+
+    #[test]
+    fn a_long_chain_of_children_drops_without_recursion() {
+        let root = CancellationToken::new();
+        let mut token = root.clone();
+        for _ in 0..1_000_000 {
+            token = token.child_token();
+        }
+        let leaf = token.clone();
+        root.cancel();
+        assert!(leaf.is_cancelled());
+        drop((root, token, leaf));
+    }
+}

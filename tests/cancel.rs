@@ -1,0 +1,224 @@
+//! `CancellationToken`: cancelled only by `cancel` (never by dropped clones), as a
+//! future and as an `alt!` arm, children cancelled with their parents, cancels from a
+//! plain thread, the race of a cancel against a choice taking a value (no value lost,
+//! exactly one arm), and what deadlock detection makes of a wait on a token.
+
+mod common;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::pin;
+use std::time::Duration;
+
+use common::{Counter, bounded, panic_message, poll_noop, runtime, scaled, wait_until};
+
+#[test]
+fn dropping_every_other_clone_never_cancels() {
+    bounded(30, || {
+        let rt = runtime(2, "cancel-drops");
+        let token = csp::CancellationToken::new();
+        let clones: Vec<_> = (0..8).map(|_| token.clone()).collect();
+        let waiter = rt.spawn({
+            let token = token.clone();
+            async move {
+                csp::alt! {
+                    cancelled(token) => "cancelled",
+                    after(Duration::from_millis(20)) => "still waiting",
+                }
+            }
+        });
+        drop(clones);
+        assert_eq!(rt.block_on(waiter).unwrap(), "still waiting");
+        assert!(!token.is_cancelled());
+    });
+}
+
+#[test]
+fn cancel_wakes_every_waiter_on_every_clone_once() {
+    bounded(30, || {
+        let rt = runtime(2, "cancel-wakes");
+        let token = csp::CancellationToken::new();
+        let woken = Counter::new();
+        let waiters: Vec<_> = (0..16)
+            .map(|i| {
+                let (token, woken) = (token.clone(), woken.clone());
+                rt.spawn(async move {
+                    if i % 2 == 0 {
+                        token.cancelled().await;
+                    } else {
+                        csp::alt! { cancelled(token) => {} }
+                    }
+                    woken.incr();
+                })
+            })
+            .collect();
+        wait_until(10, "every waiter waits", || {
+            rt.processes()
+                .iter()
+                .all(|p| p.state == csp::ProcessState::Sleeping)
+                && rt.metrics().processes_alive == 16
+        });
+        assert_eq!(woken.get(), 0);
+        token.cancel();
+        token.cancel(); // a second cancel does nothing
+        for waiter in waiters {
+            rt.block_on(waiter).unwrap();
+        }
+        assert_eq!(woken.get(), 16);
+        // Cancelled, it stays so: the future is ready at once.
+        assert!(poll_noop(pin!(token.cancelled())).is_ready());
+    });
+}
+
+#[test]
+fn children_are_cancelled_with_their_ancestors_and_alone() {
+    let root = csp::CancellationToken::new();
+    let child = root.child_token();
+    let grandchild = child.child_token();
+    let sibling = root.child_token();
+
+    grandchild.cancel();
+    assert!(grandchild.is_cancelled());
+    assert!(!child.is_cancelled() && !root.is_cancelled());
+
+    child.cancel();
+    assert!(!root.is_cancelled() && !sibling.is_cancelled());
+
+    let late = child.child_token();
+    assert!(
+        late.is_cancelled(),
+        "a child of a cancelled token is born cancelled"
+    );
+
+    let other = sibling.child_token().child_token();
+    root.cancel();
+    assert!(sibling.is_cancelled() && other.is_cancelled());
+    // A dropped child is not kept alive by its parent, nor cancelled by the drop.
+    let parent = csp::CancellationToken::new();
+    for _ in 0..10_000 {
+        drop(parent.child_token());
+    }
+    assert!(!parent.is_cancelled());
+}
+
+#[test]
+fn a_cancel_from_a_plain_thread_wakes_a_process() {
+    bounded(30, || {
+        let rt = runtime(1, "cancel-thread");
+        let token = csp::CancellationToken::new();
+        let child = token.child_token();
+        let waiter = rt.spawn(async move { child.cancelled().await });
+        let canceller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            token.cancel();
+        });
+        rt.block_on(waiter).unwrap();
+        canceller.join().unwrap();
+    });
+}
+
+#[test]
+fn a_cancel_racing_a_send_loses_no_value_and_fires_one_arm() {
+    // Each round: a choice waits on a value and a token, a sender and a canceller race
+    // it. Exactly one arm fires; a value sent `Ok` is either received by the choice or
+    // still in the channel afterwards.
+    bounded(60, || {
+        let rt = runtime(2, "cancel-race");
+        let rounds = scaled(2_000u32);
+        let (mut by_value, mut by_cancel) = (0, 0);
+        for round in 0..rounds {
+            let (tx, rx) = csp::bounded::<u32>(1);
+            let token = csp::CancellationToken::new();
+            let sender = rt.spawn(async move { tx.try_send(round).is_ok() });
+            let canceller = rt.spawn({
+                let token = token.clone();
+                async move { token.cancel() }
+            });
+            let (fired, rx) = rt.block_on(async move {
+                let fired = csp::alt! {
+                    recv(rx) -> msg => Some(msg.unwrap()),
+                    cancelled(token) => None,
+                };
+                (fired, rx)
+            });
+            let sent = rt.block_on(sender).unwrap();
+            rt.block_on(canceller).unwrap();
+            match fired {
+                Some(value) => {
+                    assert!(sent && value == round);
+                    by_value += 1;
+                }
+                None => {
+                    assert_eq!(
+                        rx.try_recv().ok(),
+                        sent.then_some(round),
+                        "a value was lost"
+                    );
+                    by_cancel += 1;
+                }
+            }
+        }
+        assert_eq!(by_value + by_cancel, rounds);
+    });
+}
+
+#[test]
+fn a_process_waiting_on_a_token_only_processes_hold_is_a_deadlock() {
+    bounded(30, || {
+        let rt = csp::Runtime::builder()
+            .worker_threads(2)
+            .deadlock_grace(Duration::from_millis(100))
+            .build()
+            .unwrap();
+        let payload = catch_unwind(AssertUnwindSafe(|| {
+            rt.block_on(async {
+                let token = csp::CancellationToken::new();
+                let waiter = csp::spawn({
+                    let token = token.clone();
+                    async move { token.cancelled().await }
+                });
+                waiter.await.unwrap();
+                drop(token);
+            })
+        }))
+        .expect_err("the deadlock was not reported");
+        let report = panic_message(&*payload).unwrap();
+        assert!(
+            report.starts_with("csp: deadlock: all processes are asleep"),
+            "{report}"
+        );
+    });
+}
+
+#[test]
+fn a_wait_on_a_child_token_or_a_token_a_thread_holds_is_never_a_deadlock() {
+    bounded(30, || {
+        let rt = csp::Runtime::builder()
+            .worker_threads(2)
+            .deadlock_grace(Duration::from_millis(50))
+            .build()
+            .unwrap();
+        // A child: its ancestors may be cancelled from anywhere.
+        let root = csp::CancellationToken::new();
+        let child = root.child_token();
+        let late = std::thread::spawn({
+            let root = root.clone();
+            move || {
+                std::thread::sleep(Duration::from_millis(300));
+                root.cancel();
+            }
+        });
+        rt.block_on(async move { child.cancelled().await });
+        late.join().unwrap();
+        // A clone made on a plain thread: the thread may cancel it.
+        let token = rt.block_on(async { csp::CancellationToken::new() });
+        let on_thread = std::thread::spawn({
+            let token = token.clone();
+            move || {
+                std::thread::sleep(Duration::from_millis(300));
+                token.cancel();
+            }
+        });
+        rt.block_on(async move { token.cancelled().await });
+        on_thread.join().unwrap();
+    });
+}

@@ -1,0 +1,7 @@
+async fn f(token: csp::CancellationToken) {
+    csp::alt! {
+        cancelled(token) -> _why => {}
+    }
+}
+
+fn main() {}
