@@ -6,15 +6,18 @@
 //! the claim protocol the channels' loom models check. The channel is private to the
 //! token: no `Sender` or `Receiver` exists whose drop could close it.
 //!
-//! Children: a token keeps weak references to the children made from it and cancels
-//! them, depth first, when it is cancelled; a child keeps its parent alive, so a chain
-//! of tokens whose middle links were dropped still passes a cancellation on. A child made after its parent was cancelled
-//! is born cancelled: `cancel` closes the parent's channel before it takes the list of
-//! children, and `child_token` checks the close under the lock that guards the list.
+//! Children: a token keeps weak references to the children made from it; a child keeps
+//! its parent alive, so a chain of tokens whose middle links were dropped still passes a
+//! cancellation on. `cancel` closes every channel of the subtree, depth first, each
+//! before it reads that node's list of children; `child_token` checks the parent's close
+//! under the lock that guards the list, so a child made after its parent was cancelled
+//! is born cancelled. A child's channel is foreign from birth (its ancestors may be
+//! cancelled from anywhere).
 
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
@@ -61,8 +64,10 @@ use crate::loom::sync::Mutex;
 ///
 /// Deadlock detection treats a token as it treats a channel: a process waiting on a
 /// token that only processes of its runtime can cancel counts as blocked, one that a
-/// plain thread or another executor has touched does not. A process waiting on a child
-/// token never counts as blocked (its ancestors, wherever they are, may cancel it).
+/// plain thread or another executor has touched does not. A clone moved to such code
+/// and not yet used there is invisible: call [`mark_foreign`](Self::mark_foreign) before
+/// moving it. A process waiting on a child token never counts as blocked (its
+/// ancestors, wherever they are, may cancel it).
 pub struct CancellationToken {
     node: Arc<Node>,
 }
@@ -92,9 +97,9 @@ impl Drop for Node {
 }
 
 impl Node {
-    fn new(parent: Option<Arc<Node>>) -> Arc<Node> {
+    fn new(chan: Chan<Infallible>, parent: Option<Arc<Node>>) -> Arc<Node> {
         Arc::new(Node {
-            chan: Chan::new(Some(0)),
+            chan,
             children: Mutex::new(Vec::new()),
             parent,
         })
@@ -110,12 +115,15 @@ impl CancellationToken {
     /// ```
     pub fn new() -> CancellationToken {
         CancellationToken {
-            node: Node::new(None),
+            node: Node::new(Chan::new(Some(0)), None),
         }
     }
 
     /// Cancels the token, its clones and its children (theirs too): every process
-    /// waiting on any of them is woken. Cancelling a cancelled token does nothing.
+    /// waiting on any of them is woken, and when `cancel` returns, all of them are
+    /// cancelled. Cancelling a cancelled token wakes nobody. If a waiter's waker panics,
+    /// the rest are still woken and the subtree still cancelled; then the first such
+    /// panic is resumed.
     ///
     /// ```
     /// let token = csp::CancellationToken::new();
@@ -124,16 +132,24 @@ impl CancellationToken {
     /// assert!(clone.is_cancelled());
     /// ```
     pub fn cancel(&self) {
+        // Every node of the subtree, even one cancelled before: a `cancel` racing this
+        // one may have closed a node and not yet reached its children, and this call
+        // returns only once the whole subtree is cancelled.
+        let mut first_panic = None;
         let mut stack = vec![self.node.clone()];
         while let Some(node) = stack.pop() {
             node.chan.note_use();
-            if !node.chan.close() {
-                // Cancelled before: its children were (or are being) cancelled then.
-                continue;
+            // A waiter's waker may panic as the close wakes it: the close has happened
+            // by then, so go on with the children, and resume the first panic after.
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| node.chan.close())) {
+                first_panic.get_or_insert(panic);
             }
             // After the close: a child made from now on sees it and is born cancelled.
-            let children = std::mem::take(&mut *node.children.lock());
+            let children = node.children.lock();
             stack.extend(children.iter().filter_map(Weak::upgrade));
+        }
+        if let Some(panic) = first_panic {
+            resume_unwind(panic);
         }
     }
 
@@ -179,13 +195,13 @@ impl CancellationToken {
     /// assert!(child.is_cancelled() && !parent.is_cancelled());
     /// ```
     pub fn child_token(&self) -> CancellationToken {
-        let child = Node::new(Some(self.node.clone()));
-        // Its ancestors may be cancelled from anywhere: never count a wait on it as
-        // blocked (see the type's docs).
-        child.chan.mark_foreign();
+        // Foreign from birth: its ancestors may be cancelled from anywhere, so a wait on
+        // it never counts as blocked (see the type's docs).
+        let child = Node::new(Chan::new_foreign(Some(0)), Some(self.node.clone()));
         let mut children = self.node.children.lock();
         if self.node.chan.is_closed() {
             drop(children);
+            // Nobody waits on it yet: nothing to wake, nothing to panic.
             child.chan.close();
         } else {
             if children.len() == children.capacity() {
@@ -196,6 +212,24 @@ impl CancellationToken {
             children.push(Arc::downgrade(&child));
         }
         CancellationToken { node: child }
+    }
+
+    /// Tells deadlock detection that code outside the runtime may cancel this token (a
+    /// clone moved, unused, to a plain thread: a signal handler, say), as
+    /// [`Sender::mark_foreign`](crate::Sender::mark_foreign) does for a channel. A clone
+    /// made or used outside the runtime marks it by itself; one only moved there does not.
+    ///
+    /// ```
+    /// # csp::block_on(async {
+    /// let shutdown = csp::CancellationToken::new();
+    /// shutdown.mark_foreign();
+    /// let on_signal = shutdown.clone();
+    /// std::thread::spawn(move || on_signal.cancel()); // as a signal handler would
+    /// shutdown.cancelled().await; // never reported as a deadlock while it waits
+    /// # });
+    /// ```
+    pub fn mark_foreign(&self) {
+        self.node.chan.mark_foreign();
     }
 
     /// A guard that cancels the token when dropped (unless
@@ -319,7 +353,6 @@ mod tests {
         assert!(len <= 2 * kept.len() + 1, "{len} children listed, 10 alive");
         parent.cancel();
         assert!(kept.iter().all(CancellationToken::is_cancelled));
-        assert!(parent.node.children.lock().is_empty());
     }
 
     #[test]

@@ -236,10 +236,11 @@ impl<T> JoinSet<T> {
             waker: waker.clone(),
         });
         self.len += 1;
-        // Notified from the start: the first `join_next` polls it, registering its
-        // waker. (No wake of the waiter: the set is borrowed mutably here, so nobody
-        // awaits it.)
-        Wake::wake(waker);
+        // Notified from the start: the next `join_next` polls it, registering its
+        // waker. Queued here rather than woken: the set is borrowed mutably, so nobody
+        // awaits it now, and a waiter left by a dropped `join_next` needs no wake.
+        waker.queued.store(true, Ordering::Relaxed); // Relaxed: the lock below orders it.
+        self.notified.lock().slots.push(index);
         id
     }
 
@@ -281,8 +282,7 @@ impl<T> JoinSet<T> {
     /// assert!(set.try_join_next().is_none());
     /// ```
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
-        let waker = Waker::noop();
-        match self.poll_join_next_with_id(&mut Context::from_waker(waker)) {
+        match self.next_ended(None) {
             Poll::Ready(done) => done.map(|(_, result)| result),
             Poll::Pending => None,
         }
@@ -308,36 +308,26 @@ impl<T> JoinSet<T> {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<(u64, Result<T, JoinError>)>> {
+        self.next_ended(Some(cx.waker()))
+    }
+
+    /// The next process that has ended; if none has, `Pending`, and `waiter` (if any)
+    /// is woken when one does.
+    fn next_ended(&mut self, waiter: Option<&Waker>) -> Poll<Option<(u64, Result<T, JoinError>)>> {
         if self.len == 0 {
             return Poll::Ready(None);
         }
         loop {
-            let index = {
-                let mut state = self.notified.lock();
-                match state.slots.pop() {
-                    Some(index) => index,
-                    None => {
-                        // Kept as csp's own reference to a process's or `block_on`
-                        // future's waker, and recorded, so that deadlock detection sees
-                        // a wait on the set's processes, not one something outside csp
-                        // may end.
-                        match &state.waiter {
-                            Some(waiter) if wake_same(waiter, cx.waker()) => {}
-                            _ => state.waiter = Some(internal_clone(cx.waker())),
-                        }
-                        drop(state);
-                        let runtime = match self.runtime {
-                            Runtimes::One(runtime) => Some(runtime),
-                            Runtimes::None | Runtimes::Several => None,
-                        };
-                        record_join_set(cx.waker(), self.group, runtime);
-                        return Poll::Pending;
-                    }
+            let popped = self.notified.lock().slots.pop();
+            let Some(index) = popped else {
+                if let Some(waiter) = waiter {
+                    self.wait(waiter);
                 }
+                return Poll::Pending;
             };
             // A stale index (its slot emptied, or refilled since) polls at most a
             // handle that is not ready, which registers its waker again: harmless.
-            let Some(slot) = self.slots[index].as_mut() else {
+            let Some(slot) = self.slots.get_mut(index).and_then(Option::as_mut) else {
                 continue;
             };
             // Before the poll: a completion during it queues the slot again. Release:
@@ -355,6 +345,36 @@ impl<T> JoinSet<T> {
                 return Poll::Ready(Some((id, result)));
             }
         }
+    }
+
+    /// Registers `waiter` to be woken when a process of the set ends, and records the
+    /// wait. It is kept as csp's own reference to a process's or `block_on` future's
+    /// waker, and recorded, so that deadlock detection sees a wait on the set's
+    /// processes, not one something outside csp may end. A foreign waker's clone and
+    /// drop run its code: outside the lock; a slot queued meanwhile wakes the waiter.
+    fn wait(&mut self, waiter: &Waker) {
+        let same = {
+            let state = self.notified.lock();
+            state.waiter.as_ref().is_some_and(|w| wake_same(w, waiter))
+        };
+        if !same {
+            let new = internal_clone(waiter);
+            let (old, queued) = {
+                let mut state = self.notified.lock();
+                (state.waiter.replace(new), !state.slots.is_empty())
+            };
+            drop(old);
+            if queued {
+                // A slot queued while the new waiter was not yet there took the old one
+                // (or none): wake this one, once, to look.
+                waiter.wake_by_ref();
+            }
+        }
+        let runtime = match self.runtime {
+            Runtimes::One(runtime) => Some(runtime),
+            Runtimes::None | Runtimes::Several => None,
+        };
+        record_join_set(waiter, self.group, runtime);
     }
 
     /// Aborts every process in the set (as [`JoinHandle::abort`] does); they stay in
@@ -417,7 +437,11 @@ impl<T> JoinSet<T> {
         }
         self.free.clear();
         self.len = 0;
-        self.notified.lock().slots.clear();
+        // A list of its own: the detached processes' slot wakers still hold the old one,
+        // and may yet queue their stale indices there.
+        self.notified = Arc::new(Notified {
+            state: Mutex::new(NotifiedState::default()),
+        });
     }
 
     /// Aborts every process and waits until each has ended (its future dropped),

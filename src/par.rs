@@ -25,6 +25,7 @@ use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::task::JoinError;
 use crate::wait::JoinHandle;
+use crate::wait::join::{internal_clone, wake_same};
 
 /// Why a branch failed: what the join hands on.
 enum Failure<E> {
@@ -90,20 +91,40 @@ impl<E> Group<E> {
     }
 
     /// Whether a branch has failed; if none has, `waker` is woken when one does.
+    ///
+    /// The waker is kept as csp's own reference when it is a process's or a `block_on`
+    /// future's (`wait/join.rs`), so that deadlock detection still sees the join's owner
+    /// as waiting on csp (its branches' handles record what it waits on). Cloning a
+    /// foreign waker and dropping the one it replaces run the waker's code: outside the
+    /// lock.
     fn failed_or_register(&self, waker: &Waker) -> bool {
         // Acquire: pairs with the store in `fail` (see there).
         if self.failed.load(Ordering::Acquire) {
             return true;
         }
-        let mut state = self.state.lock();
-        if state.failure.is_some() {
-            return true;
+        {
+            let state = self.state.lock();
+            if state.failure.is_some() {
+                return true;
+            }
+            if state
+                .join
+                .as_ref()
+                .is_some_and(|join| wake_same(join, waker))
+            {
+                return false;
+            }
         }
-        match &state.join {
-            Some(join) if join.will_wake(waker) => {}
-            _ => state.join = Some(waker.clone()),
-        }
-        false
+        let new = internal_clone(waker);
+        let (failed, old) = {
+            let mut state = self.state.lock();
+            match state.failure {
+                Some(_) => (true, Some(new)),
+                None => (false, state.join.replace(new)),
+            }
+        };
+        drop(old);
+        failed
     }
 
     /// The first failure, once.

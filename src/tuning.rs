@@ -118,3 +118,13 @@ pub(crate) const DRIVER_POLL_PERIOD: Duration = Duration::from_micros(100);
 /// woke, then polls again), so the size only bounds one batch; tokio takes 1024 too.
 #[cfg(all(feature = "io", not(loom)))]
 pub(crate) const DRIVER_EVENTS: usize = 1024;
+
+/// The shortest period of the deadlock monitor (`Builder::on_deadlock`): it looks once
+/// per grace period, and a grace shorter than this (zero, say) would have it spin. A
+/// grace period this short is for tests; the default is 1 s.
+pub(crate) const DEADLOCK_MONITOR_MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// How often `Runtime::shutdown_timeout` looks whether the deadlock monitor has ended,
+/// while its `on_deadlock` hook may still be running: a hook that blocks is left behind
+/// at the timeout, as a worker stuck in a poll is.
+pub(crate) const MONITOR_EXIT_POLL: Duration = Duration::from_millis(1);

@@ -222,3 +222,59 @@ fn a_wait_on_a_child_token_or_a_token_a_thread_holds_is_never_a_deadlock() {
         on_thread.join().unwrap();
     });
 }
+
+#[test]
+fn a_waker_that_panics_as_cancel_wakes_it_leaves_no_child_uncancelled() {
+    bounded(30, || {
+        let rt = runtime(1, "cancel-panic");
+        let token = csp::CancellationToken::new();
+        let child = token.child_token();
+        let grandchild = child.child_token();
+        // A future of another executor waits on the token with a waker that panics.
+        let (probe, waker) = common::CountingWaker::panicking();
+        let mut foreign = Box::pin(token.cancelled());
+        assert!(common::poll_with(foreign.as_mut(), &waker).is_pending());
+        // A process waits on the grandchild.
+        let waiter = rt.spawn({
+            let grandchild = grandchild.clone();
+            async move { grandchild.cancelled().await }
+        });
+        wait_until(10, "the process waits", || {
+            rt.processes()
+                .iter()
+                .any(|p| p.id == waiter.id() && p.state == csp::ProcessState::Sleeping)
+        });
+        let payload = catch_unwind(AssertUnwindSafe(|| token.cancel()))
+            .expect_err("the waker's panic is resumed");
+        assert!(panic_message(payload.as_ref()).is_some());
+        assert_eq!(probe.wakes(), 1);
+        assert!(child.is_cancelled() && grandchild.is_cancelled());
+        rt.block_on(waiter).unwrap();
+        assert!(poll_noop(foreign.as_mut()).is_ready());
+    });
+}
+
+#[test]
+fn a_token_marked_foreign_is_never_a_deadlock_while_a_thread_may_cancel_it() {
+    bounded(30, || {
+        let rt = csp::Runtime::builder()
+            .worker_threads(2)
+            .deadlock_grace(Duration::from_millis(50))
+            .build()
+            .unwrap();
+        let (clones, clone) = std::sync::mpsc::channel::<csp::CancellationToken>();
+        // The clone reaches the thread unused, as a signal handler's would.
+        let handler = std::thread::spawn(move || {
+            let token = clone.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            token.cancel();
+        });
+        rt.block_on(async move {
+            let token = csp::CancellationToken::new();
+            token.mark_foreign();
+            clones.send(token.clone()).unwrap();
+            token.cancelled().await;
+        });
+        handler.join().unwrap();
+    });
+}

@@ -562,3 +562,28 @@ fn a_panicking_on_deadlock_hook_is_reported_and_the_runtime_goes_on() {
         assert_eq!(called.get(), 1);
     });
 }
+
+#[test]
+fn shutdown_timeout_leaves_a_blocked_on_deadlock_hook_behind() {
+    bounded(20, || {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = std::sync::Mutex::new(released);
+        let (entered, in_hook) = std::sync::mpsc::channel::<()>();
+        let rt = csp::Runtime::builder()
+            .worker_threads(1)
+            .deadlock_grace(GRACE)
+            .on_deadlock(move |_| {
+                let _ = entered.send(());
+                // Blocks until the test lets it go: after shutdown_timeout returned.
+                let _ = released.lock().unwrap().recv();
+            })
+            .build()
+            .unwrap();
+        spawn_crossed_pair(&rt);
+        in_hook
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the hook ran");
+        rt.shutdown_timeout(Duration::from_millis(50));
+        release.send(()).unwrap();
+    });
+}

@@ -330,3 +330,40 @@ fn a_set_of_processes_on_the_default_runtime_is_joined_from_tokio() {
         assert_eq!(sum, 10);
     });
 }
+
+#[test]
+fn try_join_next_keeps_the_waker_of_a_pending_join_next() {
+    bounded(30, || {
+        let rt = runtime(1, "set-try-keeps-waker");
+        let mut set = csp::JoinSet::new();
+        let (open, gate) = csp::channel::<()>();
+        set.spawn_on(async move { gate.recv().await.unwrap() }, &rt.handle());
+        let (probe, waker) = common::CountingWaker::new();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(set.poll_join_next(&mut cx).is_pending());
+        assert!(set.try_join_next().is_none());
+        open.send_blocking(()).unwrap();
+        wait_until(10, "the pending join_next is woken", || probe.wakes() >= 1);
+        assert!(set.try_join_next().unwrap().is_ok());
+    });
+}
+
+#[test]
+fn processes_ending_while_the_set_detaches_them_leave_no_stale_slot() {
+    bounded(60, || {
+        let rt = runtime(2, "set-detach-race");
+        for _ in 0..common::scaled(300u32) {
+            let mut set = csp::JoinSet::new();
+            for i in 0..8u32 {
+                set.spawn_on(async move { i }, &rt.handle());
+            }
+            // Some end while the set lets go of them.
+            std::thread::yield_now();
+            set.detach_all();
+            let id = set.spawn_on(async { 99 }, &rt.handle());
+            let (joined, output) = rt.block_on(set.join_next_with_id()).unwrap();
+            assert_eq!((joined, output.unwrap()), (id, 99));
+            assert!(set.is_empty());
+        }
+    });
+}

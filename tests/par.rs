@@ -550,3 +550,28 @@ fn a_branch_cancelled_by_its_runtime_shutting_down_makes_par_panic() {
         assert_eq!(drops.get(), 1);
     });
 }
+
+#[test]
+fn a_deadlock_inside_a_par_is_reported() {
+    // The join keeps csp's own reference to its owner's waker, so deadlock detection
+    // still sees the `block_on` future waiting on csp.
+    bounded(30, || {
+        let rt = csp::Runtime::builder()
+            .worker_threads(2)
+            .deadlock_grace(std::time::Duration::from_millis(100))
+            .build()
+            .unwrap();
+        let payload = catch_unwind(AssertUnwindSafe(|| {
+            rt.block_on(async {
+                let (_tx, rx) = csp::channel::<u8>();
+                csp::par!(async move { rx.recv().await }, async { 1 })
+            })
+        }))
+        .expect_err("the deadlock was not reported");
+        let report = panic_message(payload.as_ref()).unwrap();
+        assert!(
+            report.starts_with("csp: deadlock: all processes are asleep"),
+            "{report}"
+        );
+    });
+}

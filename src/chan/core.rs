@@ -390,6 +390,16 @@ pub(crate) enum Side {
 
 impl<T> Chan<T> {
     pub(crate) fn new(cap: Option<usize>) -> Chan<T> {
+        Chan::with_home(cap, Home::here())
+    }
+
+    /// A channel foreign from birth (`home.rs`): for one whose ends may be used from
+    /// anywhere, made without bumping any runtime's foreign epoch.
+    pub(crate) fn new_foreign(cap: Option<usize>) -> Chan<T> {
+        Chan::with_home(cap, Home::foreign())
+    }
+
+    fn with_home(cap: Option<usize>, home: Home) -> Chan<T> {
         let id = next_channel_id();
         let state = State {
             buffer: VecDeque::with_capacity(cap.unwrap_or(0)),
@@ -409,7 +419,7 @@ impl<T> Chan<T> {
             readiness: AtomicU8::new(0),
             state: UnsafeCell::new(state),
             closed: AtomicBool::new(false),
-            home: Home::here(),
+            home,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
         }

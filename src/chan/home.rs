@@ -31,6 +31,12 @@ impl Home {
         }))
     }
 
+    /// The home of a channel foreign from birth: nothing can have waited on it yet, so
+    /// no epoch needs bumping.
+    pub(crate) fn foreign() -> Home {
+        Home(AtomicU64::new(FOREIGN))
+    }
+
     /// An end of the channel is being used (or cloned) here.
     #[inline]
     pub(crate) fn note_use(&self) {

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::loom::sync::Arc;
 use crate::runtime::Shared;
+use crate::tuning::DEADLOCK_MONITOR_MIN_PERIOD;
 
 /// The user's deadlock callback.
 #[derive(Clone)]
@@ -31,6 +32,7 @@ impl fmt::Debug for DeadlockHook {
 /// The monitor thread's loop: until the runtime shuts down, checks for a deadlock once
 /// per `grace`, and hands each one found to `hook`.
 pub(crate) fn run(shared: Arc<Shared>, grace: Duration, hook: DeadlockHook) {
+    let grace = grace.max(DEADLOCK_MONITOR_MIN_PERIOD);
     let mut activity = shared.activity();
     // The activity at the last report: the same deadlock is not reported twice.
     let mut reported = None;

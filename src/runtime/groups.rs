@@ -4,7 +4,9 @@
 //! A side table rather than a field of the process header: the header is one cache line
 //! that every process pays for, and only processes spawned into a group need the entry.
 //! The table is global, keyed by process id (unique across runtimes), and touched only
-//! when a group is made, a process joins or leaves one, and a dump is taken.
+//! when a group is made, a process joins or leaves one, and a dump is taken. It is the
+//! standard library's lock and counter, not the loom facade's: a process-wide static
+//! outside every protocol a model checks, as the channel census is (`wait/census.rs`).
 
 use std::collections::HashMap;
 use std::panic::Location;

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::loom::thread::JoinHandle as ThreadHandle;
 use crate::runtime::{Builder, Handle, Metrics, ProcessInfo, block_on, context};
+use crate::tuning::MONITOR_EXIT_POLL;
 use crate::wait::JoinHandle;
 
 /// A work-stealing pool of worker threads that runs csp processes.
@@ -160,10 +161,19 @@ impl Runtime {
         }
         shared.registry().close_and_shutdown_all();
         if let Some(monitor) = self.monitor.take() {
-            // Unparked by `begin_shutdown`, it returns at once; unless this is it (its
-            // hook dropped the runtime).
+            // Unparked by `begin_shutdown`, it returns at once, unless its hook is
+            // running: then `shutdown_timeout` waits for it until its deadline, and
+            // leaves it behind after, as it leaves a worker stuck in a poll. Not when
+            // this is it (its hook dropped the runtime).
             if monitor.thread().id() != std::thread::current().id() {
-                let _ = monitor.join();
+                if let Some(deadline) = deadline {
+                    while !monitor.is_finished() && Instant::now() < deadline {
+                        std::thread::sleep(MONITOR_EXIT_POLL);
+                    }
+                }
+                if deadline.is_none() || monitor.is_finished() {
+                    let _ = monitor.join();
+                }
             }
         }
         let threads = std::mem::take(&mut self.threads);
