@@ -1,12 +1,15 @@
 //! What csp reports for a deadlocked program, instead of hanging: two processes that
-//! each wait for the other to send first, and a main that waits for one of them.
+//! greet each other once, then each wait for the other to speak again (a protocol
+//! mismatch, the common real deadlock), and a main that waits for one of them.
 //!
 //! ```text
 //! cargo run --example deadlock
 //! ```
 //!
 //! With `CSP_DEADLOCK_DOT=path` set, the report also writes the wait graph there, as
-//! Graphviz DOT (the picture in the README):
+//! Graphviz DOT (the picture in the README): each process's wait on its inbox, a dashed
+//! edge from each inbox to the process that last sent on it, and the cycle those make,
+//! in red:
 //!
 //! ```text
 //! CSP_DEADLOCK_DOT=deadlock.dot cargo run --example deadlock
@@ -27,16 +30,19 @@ pub fn report(grace: Duration) -> String {
         rt.block_on(async {
             let (to_alice, alice_inbox) = csp::channel::<&str>();
             let (to_bob, bob_inbox) = csp::channel::<&str>();
-            // Each waits to hear from the other before it speaks: neither ever does.
+            // One greeting each way goes through; then each waits for the other to
+            // speak again, and neither does.
             let alice = csp::spawn(async move {
-                let heard = alice_inbox.recv().await;
                 to_bob.send("hi bob").await.ok();
-                heard
+                let reply = alice_inbox.recv().await;
+                let more = alice_inbox.recv().await;
+                (reply, more)
             });
             let _bob = csp::spawn(async move {
-                let heard = bob_inbox.recv().await;
+                let greeting = bob_inbox.recv().await;
                 to_alice.send("hi alice").await.ok();
-                heard
+                let more = bob_inbox.recv().await;
+                (greeting, more)
             });
             alice.await
         })

@@ -52,6 +52,7 @@ fn line_of(report: &str, id: u64) -> &str {
 #[test]
 fn two_processes_each_waiting_for_the_other() {
     bounded(20, || {
+        let made_on = line!() + 2;
         let report = report_of(async {
             let (to_a, from_b) = csp::channel::<u8>();
             let (to_b, from_a) = csp::channel::<u8>();
@@ -66,6 +67,11 @@ fn two_processes_each_waiting_for_the_other() {
             let _ = a.await;
         });
         assert_eq!(report.matches("recv on channel #").count(), 2, "{report}");
+        // Each channel is named by its kind and where it was made.
+        for (line, column) in [(made_on, 34), (made_on + 1, 34)] {
+            let site = format!("(rendezvous, made at tests/deadlock.rs:{line}:{column})");
+            assert_eq!(report.matches(&site).count(), 1, "{site} in {report}");
+        }
         assert!(report.contains("the block_on future: waiting on join of process #"));
         for line in report
             .lines()
@@ -84,8 +90,9 @@ fn a_channel_held_by_a_process_waiting_on_a_join() {
     bounded(20, || {
         let ids = std::sync::Arc::new(std::sync::Mutex::new((0, 0)));
         let seen = ids.clone();
+        let made_on = line!() + 2;
         let report = report_of(async move {
-            let (tx, rx) = csp::channel::<u8>();
+            let (tx, rx) = csp::bounded::<u8>(3);
             // `receiver` waits for a value only `joiner` could send, and `joiner` waits
             // for `receiver` to end.
             let receiver = csp::spawn(async move { rx.recv().await });
@@ -98,7 +105,14 @@ fn a_channel_held_by_a_process_waiting_on_a_join() {
             let _ = joiner.await;
         });
         let (receiver, joiner) = *ids.lock().unwrap();
-        assert!(line_of(&report, receiver).contains("waiting on recv on channel #"));
+        let line = line_of(&report, receiver);
+        assert!(line.contains("waiting on recv on channel #"), "{line}");
+        assert!(
+            line.ends_with(&format!(
+                " (bounded(3), made at tests/deadlock.rs:{made_on}:28)"
+            )),
+            "{line}"
+        );
         assert!(
             line_of(&report, joiner).contains(&format!("waiting on join of process #{receiver}"))
         );
@@ -146,6 +160,7 @@ fn an_alt_that_nothing_can_fire() {
 #[test]
 fn a_spent_after_channel_never_fires_again() {
     bounded(20, || {
+        let made_on = line!() + 2;
         let report = report_of(async {
             let timer = csp::after(Duration::from_millis(5));
             timer.recv().await.unwrap();
@@ -153,6 +168,13 @@ fn a_spent_after_channel_never_fires_again() {
             timer.recv().await
         });
         assert!(report.contains("the block_on future: waiting on recv on channel #"));
+        // A timer's channel is named by the call of `after` that made it.
+        assert!(
+            report.contains(&format!(
+                " (bounded(1), made at tests/deadlock.rs:{made_on}:25)"
+            )),
+            "{report}"
+        );
     });
 }
 

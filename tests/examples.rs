@@ -124,9 +124,10 @@ fn deadlock_reports_both_processes_and_the_main_future() {
         report.contains("the block_on future: waiting on join of process #"),
         "{report}"
     );
+    // Each process by where it was spawned, each channel by where it was made.
     assert_eq!(
         report.matches("examples/deadlock.rs:").count(),
-        2,
+        4,
         "{report}"
     );
     assert_eq!(

@@ -2,7 +2,8 @@
 //! exactly, and the file a deadlock report writes with `CSP_DEADLOCK_DOT`.
 //!
 //! Every test runs under a watchdog (`common::bounded`) and compares the whole set of
-//! edges, so a missing or extra wait fails it.
+//! edges, so a missing or extra wait fails it (or a missing or extra dashed edge to the
+//! last user of a channel's other side, or red edge of a cycle).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -23,6 +24,19 @@ mod deadlock;
 struct Graph {
     nodes: BTreeMap<String, String>,
     edges: BTreeSet<(String, String, String)>,
+    /// Each edge's attributes before its label (`style=dashed, color=red, `).
+    styles: BTreeMap<(String, String, String), String>,
+}
+
+impl Graph {
+    /// The edges whose attributes include `attribute` (`style=dashed`, `color=red`).
+    fn edges_with(&self, attribute: &str) -> BTreeSet<(String, String, String)> {
+        self.styles
+            .iter()
+            .filter(|(_, style)| style.split(", ").any(|a| a == attribute))
+            .map(|(edge, _)| edge.clone())
+            .collect()
+    }
 }
 
 /// Parses the one-statement-per-line DOT that csp writes; panics on anything else.
@@ -33,6 +47,7 @@ fn parse(dot: &str) -> Graph {
     let mut graph = Graph {
         nodes: BTreeMap::new(),
         edges: BTreeSet::new(),
+        styles: BTreeMap::new(),
     };
     for line in lines {
         let line = line.trim();
@@ -42,18 +57,16 @@ fn parse(dot: &str) -> Graph {
         let (head, attrs) = line
             .split_once(" [")
             .unwrap_or_else(|| panic!("not a statement: {line:?} in\n{dot}"));
-        let label = attrs
-            .split("label=\"")
-            .nth(1)
-            .and_then(|rest| rest.strip_suffix("\"];"))
-            .unwrap_or_else(|| panic!("no label in {line:?}"))
-            .to_owned();
+        let (style, label) = attrs
+            .split_once("label=\"")
+            .and_then(|(style, rest)| Some((style, rest.strip_suffix("\"];")?)))
+            .unwrap_or_else(|| panic!("no label in {line:?}"));
+        let label = label.to_owned();
         match head.split_once(" -> ") {
             Some((from, to)) => {
-                assert!(
-                    graph.edges.insert((from.into(), to.into(), label)),
-                    "a repeated edge: {line:?}"
-                );
+                let edge = (from.to_owned(), to.to_owned(), label);
+                graph.styles.insert(edge.clone(), style.to_owned());
+                assert!(graph.edges.insert(edge), "a repeated edge: {line:?}");
             }
             None => {
                 assert!(
@@ -109,6 +122,7 @@ fn two_processes_waiting_for_each_other_wait_on_each_others_channel() {
     bounded(20, || {
         let rt = runtime(2, "graph-two");
         // Made inside the runtime, and used only there: not foreign.
+        let made_on = line!() + 2;
         let ((to_alice, alice_inbox), (to_bob, bob_inbox)) =
             rt.block_on(async { (csp::channel::<u8>(), csp::channel::<u8>()) });
         let (a, b) = (channel_id(&alice_inbox), channel_id(&bob_inbox));
@@ -135,10 +149,17 @@ fn two_processes_waiting_for_each_other_wait_on_each_others_channel() {
             assert!(label.contains("tests/wait_graph.rs:"), "{label}");
         }
         assert!(graph.nodes[&pa].ends_with(&format!("recv on channel #{a}")));
+        // Each channel is named by where it was made.
         assert_eq!(
             graph.nodes[&format!("c{a}")],
-            format!("channel #{a}\\nrendezvous")
+            format!("channel #{a} (rendezvous, made at tests/wait_graph.rs:{made_on}:34)")
         );
+        assert_eq!(
+            graph.nodes[&format!("c{b}")],
+            format!("channel #{b} (rendezvous, made at tests/wait_graph.rs:{made_on}:56)")
+        );
+        // Nobody ever sent on either: no last sender, no cycle.
+        assert!(graph.styles.values().all(String::is_empty), "{graph:?}");
         alice.abort();
         bob.abort();
         wait_until_no_process(&rt, 10);
@@ -155,6 +176,7 @@ fn a_stalled_pipeline_shows_each_stage_and_the_join_of_its_last() {
     bounded(20, || {
         let rt = runtime(2, "graph-pipeline");
         let (tx1, rx1) = csp::channel::<u32>();
+        let bounded_on = line!() + 1;
         let (tx2, rx2) = csp::bounded::<u32>(1);
         let (go, gate) = csp::channel::<()>();
         let (c1, c2, cg) = (channel_id(&tx1), channel_id(&tx2), channel_id(&gate));
@@ -193,7 +215,9 @@ fn a_stalled_pipeline_shows_each_stage_and_the_join_of_its_last() {
         // Made and used on this thread too: foreign.
         assert_eq!(
             graph.nodes[&format!("c{c2}")],
-            format!("channel #{c2}\\nbounded(1)\\nforeign")
+            format!(
+                "channel #{c2} (bounded(1), made at tests/wait_graph.rs:{bounded_on}:26)\\nforeign"
+            )
         );
         assert!(
             graph.nodes[&format!("p{}", collector.id())]
@@ -277,6 +301,144 @@ fn a_block_on_future_is_the_main_node() {
     });
 }
 
+#[test]
+fn a_deadlock_cycle_is_drawn_red_through_dashed_edges_to_the_last_senders() {
+    bounded(20, || {
+        let rt = runtime(2, "graph-cycle");
+        // Made inside the runtime, and used only there: not foreign.
+        let ((to_alice, alice_inbox), (to_bob, bob_inbox)) =
+            rt.block_on(async { (csp::channel::<u8>(), csp::channel::<u8>()) });
+        let (a, b) = (channel_id(&alice_inbox), channel_id(&bob_inbox));
+        // One greeting each way goes through; then each waits for the other to speak
+        // again: a real deadlock.
+        let alice = rt.spawn(async move {
+            to_bob.send(1).await.ok();
+            alice_inbox.recv().await.ok();
+            alice_inbox.recv().await.ok();
+        });
+        let bob = rt.spawn(async move {
+            bob_inbox.recv().await.ok();
+            to_alice.send(2).await.ok();
+            bob_inbox.recv().await.ok();
+        });
+        let (pa, pb) = (format!("p{}", alice.id()), format!("p{}", bob.id()));
+        let (ca, cb) = (format!("c{a}"), format!("c{b}"));
+        let waits = BTreeSet::from([
+            edge(pa.clone(), ca.clone(), "recv"),
+            edge(pb.clone(), cb.clone(), "recv"),
+        ]);
+        // Each inbox points at the process that last sent on it: the other one.
+        let last_senders = BTreeSet::from([
+            edge(ca.clone(), pb.clone(), "last sent"),
+            edge(cb.clone(), pa.clone(), "last sent"),
+        ]);
+        let expected = waits.union(&last_senders).cloned().collect();
+        let graph = wait_for_edges(&rt, &expected);
+        assert_eq!(graph.edges_with("style=dashed"), last_senders, "{graph:?}");
+        // alice -> her inbox -> bob -> his inbox -> alice: every edge of it red.
+        assert_eq!(graph.edges_with("color=red"), expected, "{graph:?}");
+        alice.abort();
+        bob.abort();
+        wait_until_no_process(&rt, 10);
+    });
+}
+
+#[test]
+fn a_waiting_send_points_at_the_last_receiver_never_at_itself_and_without_a_cycle_nothing_is_red() {
+    bounded(20, || {
+        let rt = runtime(2, "graph-other-side");
+        let ((tx, rx), (gate_tx, gate), (own_tx, own_rx)) = rt.block_on(async {
+            (
+                csp::channel::<u8>(),
+                csp::channel::<()>(),
+                csp::bounded::<u8>(1),
+            )
+        });
+        let (c, cg, co) = (channel_id(&rx), channel_id(&gate), channel_id(&own_rx));
+        // The receiver takes one value, then waits at a gate nobody ever sent on; the
+        // sender's second value waits for it.
+        let receiver = rt.spawn(async move {
+            rx.recv().await.ok();
+            gate.recv().await.ok();
+        });
+        let sender = rt.spawn(async move {
+            tx.send(1).await.ok();
+            tx.send(2).await.ok();
+        });
+        // A process that sent itself a value and waits for another: its channel's last
+        // sender is the waiter itself, so no edge points back at it.
+        let loner = rt.spawn(async move {
+            own_tx.send(7).await.ok();
+            own_rx.recv().await.ok();
+            own_rx.recv().await.ok();
+        });
+        let (pr, ps, pl) = (
+            format!("p{}", receiver.id()),
+            format!("p{}", sender.id()),
+            format!("p{}", loner.id()),
+        );
+        let expected = BTreeSet::from([
+            edge(ps.clone(), format!("c{c}"), "send"),
+            edge(format!("c{c}"), pr.clone(), "last received"),
+            edge(pr.clone(), format!("c{cg}"), "recv"),
+            edge(pl.clone(), format!("c{co}"), "recv"),
+        ]);
+        let graph = wait_for_edges(&rt, &expected);
+        assert_eq!(
+            graph.edges_with("style=dashed"),
+            BTreeSet::from([edge(format!("c{c}"), pr, "last received")]),
+            "{graph:?}"
+        );
+        assert!(graph.edges_with("color=red").is_empty(), "{graph:?}");
+        for p in [receiver, sender, loner] {
+            p.abort();
+        }
+        drop(gate_tx);
+        wait_until_no_process(&rt, 10);
+    });
+}
+
+#[test]
+fn an_alt_arm_that_waited_then_fired_is_the_last_receiver_a_later_send_points_at() {
+    bounded(20, || {
+        let rt = runtime(2, "graph-alt-user");
+        let ((tx, rx), (_gate_tx, gate)) =
+            rt.block_on(async { (csp::channel::<u8>(), csp::channel::<()>()) });
+        let (c, cg) = (channel_id(&rx), channel_id(&gate));
+        // The chooser waits in an alt until the first value comes, then at a gate.
+        let chooser = rt.spawn(async move {
+            csp::alt! {
+                recv(rx) -> v => v.ok(),
+                recv(gate) -> _closed => None,
+            };
+            gate.recv().await.ok();
+            drop(rx);
+        });
+        let pc = format!("p{}", chooser.id());
+        wait_for_edges(
+            &rt,
+            &BTreeSet::from([
+                edge(pc.clone(), format!("c{c}"), "alt: recv"),
+                edge(pc.clone(), format!("c{cg}"), "alt: recv"),
+            ]),
+        );
+        let sender = rt.spawn(async move {
+            tx.send(1).await.ok();
+            tx.send(2).await.ok();
+        });
+        let expected = BTreeSet::from([
+            edge(format!("p{}", sender.id()), format!("c{c}"), "send"),
+            edge(format!("c{c}"), pc.clone(), "last received"),
+            edge(pc, format!("c{cg}"), "recv"),
+        ]);
+        let graph = wait_for_edges(&rt, &expected);
+        assert!(graph.edges_with("color=red").is_empty(), "{graph:?}");
+        sender.abort();
+        chooser.abort();
+        wait_until_no_process(&rt, 10);
+    });
+}
+
 /// Set in the child run of the test below.
 const CHILD: &str = "CSP_WAIT_GRAPH_TEST_CHILD";
 
@@ -318,7 +480,8 @@ fn a_deadlock_report_writes_the_graph_where_csp_deadlock_dot_says() {
     );
     let dot = std::fs::read_to_string(&dot_path).unwrap();
     let graph = parse(&dot);
-    // Alice and Bob each wait to receive on their own inbox; main joins Alice.
+    // Alice and Bob greeted each other once, then each waits to receive on its own
+    // inbox, whose last sender is the other: a cycle. Main joins Alice.
     let recvs: Vec<_> = graph.edges.iter().filter(|e| e.2 == "recv").collect();
     assert_eq!(recvs.len(), 2, "{dot}");
     assert!(
@@ -329,12 +492,36 @@ fn a_deadlock_report_writes_the_graph_where_csp_deadlock_dot_says() {
     let joins: Vec<_> = graph.edges.iter().filter(|e| e.2 == "join").collect();
     assert_eq!(joins.len(), 1, "{dot}");
     assert_eq!(joins[0].0, "main");
-    assert_eq!(graph.edges.len(), 3, "{dot}");
+    let dashed = graph.edges_with("style=dashed");
+    assert_eq!(dashed.len(), 2, "{dot}");
+    for (from, to, label) in &dashed {
+        assert_eq!(label, "last sent", "{dot}");
+        // From the inbox one process waits on to the other process.
+        let waiter = recvs.iter().find(|e| &e.1 == from).expect("a waiter");
+        assert!(to.starts_with('p') && to != &waiter.0, "{dot}");
+    }
+    assert_eq!(graph.edges.len(), 5, "{dot}");
+    let red = graph.edges_with("color=red");
+    let cycle: BTreeSet<_> = recvs.iter().map(|&e| e.clone()).chain(dashed).collect();
+    assert_eq!(red, cycle, "{dot}");
+    // The processes by where they were spawned, the channels by where they were made.
     assert_eq!(
         graph
             .nodes
             .values()
             .filter(|l| l.contains("examples/deadlock.rs:"))
+            .count(),
+        4,
+        "{dot}"
+    );
+    assert_eq!(
+        graph
+            .nodes
+            .values()
+            .filter(|l| l.starts_with("channel #")
+                && l.contains(" (rendezvous, made at ")
+                // `tests/../examples/deadlock.rs` in this test's copy of the example.
+                && l.contains("examples/deadlock.rs:"))
             .count(),
         2,
         "{dot}"
@@ -349,7 +536,9 @@ fn a_deadlock_report_writes_the_graph_where_csp_deadlock_dot_says() {
             );
             let svg = String::from_utf8_lossy(&svg.stdout);
             assert!(svg.contains("<svg"), "{svg}");
-            assert_eq!(svg.matches("class=\"edge\"").count(), 3, "{svg}");
+            assert_eq!(svg.matches("class=\"edge\"").count(), 5, "{svg}");
+            assert!(svg.contains("stroke=\"red\""), "{svg}");
+            assert!(svg.contains("stroke-dasharray"), "{svg}");
         }
         Err(e) => eprintln!(
             "skipped rendering the wait graph: `dot` (Graphviz) did not run ({e}); \
@@ -398,10 +587,14 @@ fn surveys_race_channels_that_come_and_go() {
             let graph = parse(&rt.wait_graph());
             assert!(graph.edges.contains(&anchor_edge), "{graph:?}");
             for (from, to, label) in &graph.edges {
-                // A pair waits on its channel, or joins its sender.
+                // A pair waits on its channel, or joins its sender; a channel may point
+                // at the last user of its other side.
                 let join = label == "join" && to.starts_with('p');
+                let other_side = matches!(label.as_str(), "last sent" | "last received")
+                    && from.starts_with('c')
+                    && to.starts_with('p');
                 assert!(
-                    from.starts_with('p') && (to.starts_with('c') || join),
+                    other_side || (from.starts_with('p') && (to.starts_with('c') || join)),
                     "{graph:?}"
                 );
             }

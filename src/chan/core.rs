@@ -22,10 +22,12 @@
 //! so every later unlock sees it on; channels never chosen among skip it.
 
 use std::collections::VecDeque;
+use std::panic::Location;
 use std::ptr::NonNull;
 
 use crate::chan::home::Home;
 use crate::chan::lock::RawLock;
+use crate::chan::site::Users;
 use crate::chan::waiter::{WaitList, Waiter};
 use crate::id::next_channel_id;
 use crate::loom::cell::UnsafeCell;
@@ -65,6 +67,9 @@ pub(crate) struct Chan<T> {
     /// `None`: unbounded; `Some(0)`: rendezvous.
     cap: Option<usize>,
     lock: RawLock,
+    /// Who last used each side, for the wait graph (`site.rs`): in the channel itself,
+    /// among the lines an operation touches anyway (the lock, the wait lists).
+    pub(super) users: Users,
     state: UnsafeCell<State<T>>,
     /// Mirrors `State::closed`, for lock-free reads.
     closed: AtomicBool,
@@ -74,6 +79,10 @@ pub(crate) struct Chan<T> {
     readiness: AtomicU8,
     /// The runtime it belongs to, or foreign (deadlock detection).
     home: Home,
+    /// Where it was made: the caller of the public function that made it
+    /// (`#[track_caller]` all the way down), which names it in the wait graph and in
+    /// deadlock reports.
+    made_at: &'static Location<'static>,
     senders: AtomicUsize,
     receivers: AtomicUsize,
 }
@@ -389,16 +398,21 @@ pub(crate) enum Side {
 }
 
 impl<T> Chan<T> {
+    /// A channel, named by where the public function that makes it was called
+    /// (`#[track_caller]` down to here).
+    #[track_caller]
     pub(crate) fn new(cap: Option<usize>) -> Chan<T> {
         Chan::with_home(cap, Home::here())
     }
 
     /// A channel foreign from birth (`home.rs`): for one whose ends may be used from
     /// anywhere, made without bumping any runtime's foreign epoch.
+    #[track_caller]
     pub(crate) fn new_foreign(cap: Option<usize>) -> Chan<T> {
         Chan::with_home(cap, Home::foreign())
     }
 
+    #[track_caller]
     fn with_home(cap: Option<usize>, home: Home) -> Chan<T> {
         let id = next_channel_id();
         let state = State {
@@ -416,10 +430,12 @@ impl<T> Chan<T> {
             id,
             cap,
             lock: RawLock::new(),
+            users: Users::new(),
             readiness: AtomicU8::new(0),
             state: UnsafeCell::new(state),
             closed: AtomicBool::new(false),
             home,
+            made_at: Location::caller(),
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
         }
@@ -431,6 +447,11 @@ impl<T> Chan<T> {
 
     pub(crate) fn cap(&self) -> Option<usize> {
         self.cap
+    }
+
+    /// Where the channel was made.
+    pub(crate) fn made_at(&self) -> &'static Location<'static> {
+        self.made_at
     }
 
     pub(crate) fn lock(&self) -> Locked<'_, T> {

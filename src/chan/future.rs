@@ -7,6 +7,12 @@ pub(crate) trait Outcome {
 
     /// Moves the outcome out; called once, after the choice completed this operation.
     fn outcome(&self) -> Self::Output;
+
+    /// Records, for the wait graph, the owner of `waker` as the last user of the side
+    /// of the channel the operation used (`site.rs`); an operation on no side records
+    /// nothing.
+    #[inline]
+    fn note_user(&self, _waker: &std::task::Waker) {}
 }
 
 /// Defines a public future type over a channel operation.
@@ -38,7 +44,11 @@ macro_rules! channel_future {
             ) -> std::task::Poll<Self::Output> {
                 let mut inner = self.project().inner;
                 std::task::ready!(inner.as_mut().poll(cx));
-                let output = $crate::chan::future::Outcome::outcome(inner.as_ref().op());
+                let op = inner.as_ref().op();
+                // Completed, waited or not: the owner used the op's side last (a
+                // future's op records nothing while it waits: `ops.rs`).
+                $crate::chan::future::Outcome::note_user(op, cx.waker());
+                let output = $crate::chan::future::Outcome::outcome(op);
                 inner.taken();
                 std::task::Poll::Ready(output)
             }

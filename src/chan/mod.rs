@@ -8,7 +8,8 @@
 //! - `sink.rs`: a sender as a `futures::Sink`;
 //! - `lock.rs`, `error.rs`;
 //! - `home.rs`: which runtime a channel belongs to, for deadlock detection;
-//! - `site.rs`: a channel in the census of wait sites, for the wait graph.
+//! - `site.rs`: a channel in the census of wait sites, for the wait graph, and who last
+//!   used each of its sides.
 //!
 //! May use: `runtime` (which runtime polls, the blocking bridge), `wait` (claim flags,
 //! owners, the operation interface), `task` and below. Timers (`time`), choice (`alt`),
@@ -37,6 +38,7 @@ pub use sink::SendSink;
 
 use crate::loom::sync::Arc;
 
+#[track_caller]
 fn pair<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(core::Chan::new(cap));
     (Sender::new(chan.clone()), Receiver::new(chan))
@@ -44,6 +46,9 @@ fn pair<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
 
 /// A rendezvous channel: a `send` completes only when a receiver has taken the value,
 /// so sender and receiver synchronise, as in CSP and occam.
+///
+/// Deadlock reports and the wait graph name a channel by where it was made: the caller
+/// of `channel`, [`bounded`] or [`unbounded`].
 ///
 /// ```
 /// # csp::block_on(async {
@@ -59,6 +64,7 @@ fn pair<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
 /// producer.await.unwrap();
 /// # });
 /// ```
+#[track_caller]
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
     pair(Some(0))
 }
@@ -74,6 +80,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// assert_eq!(rx.recv().await, Ok(1));
 /// # });
 /// ```
+#[track_caller]
 pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     pair(Some(cap))
 }
@@ -87,6 +94,7 @@ pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 /// }
 /// assert_eq!(rx.len(), 1000);
 /// ```
+#[track_caller]
 pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
     pair(None)
 }

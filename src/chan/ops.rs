@@ -1,7 +1,15 @@
 //! The channel operations as choice arms: recv, send, and waiting for the close.
+//!
+//! Who used a side last (`site.rs`): a `send` or `recv` future records its owner when
+//! it completes, from the waker it is polled with (`future.rs`). An arm of a choice
+//! (`alt!`, `Select`) is never given that waker, so it records the owner of its claim
+//! flag when it links its entry to wait (the arm that later fires among them; one that
+//! fires without waiting records nothing). Which of the two an op is, is its type's
+//! `ARM` parameter, so that a future pays no test for the arms' recording.
 
 use std::ops::Deref;
 use std::ptr::NonNull;
+use std::task::Waker;
 
 use crate::chan::core::{Chan, Side};
 use crate::chan::error::{RecvError, SendError};
@@ -13,16 +21,18 @@ use crate::wait::claim::{Claim, Wakes};
 use crate::wait::operation::{Held, Operation};
 
 /// Receiving one value. `C` is how the op reaches its channel: a borrow (the futures)
-/// or an `Arc` (the node a `Receiver` keeps for `poll_recv`).
-pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>> {
+/// or an `Arc` (the node a `Receiver` keeps for `poll_recv`). `ARM`: an arm of a choice,
+/// which records its side's last user when it waits (module docs); false for the
+/// future's.
+pub(crate) struct RecvOp<T, C: Deref<Target = Chan<T>>, const ARM: bool = true> {
     chan: C,
     /// Built when the receive first waits.
     waiter: LazyWaiter<T>,
     result: ResultCell<Result<T, RecvError>>,
 }
 
-/// Sending one value; the value waits in the entry's slot.
-pub(crate) struct SendOp<'a, T> {
+/// Sending one value; the value waits in the entry's slot. `ARM` as for [`RecvOp`].
+pub(crate) struct SendOp<'a, T, const ARM: bool = true> {
     chan: &'a Chan<T>,
     waiter: Waiter<T>,
     result: ResultCell<Result<(), SendError<T>>>,
@@ -70,7 +80,22 @@ pub(crate) struct ClosedOp<'a, T> {
 }
 
 impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
+    /// A receive as an arm of a choice.
     pub(crate) fn new(chan: C) -> Self {
+        RecvOp::make(chan)
+    }
+}
+
+impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C, false> {
+    /// A receive for a `recv` future, which records its own use (module docs).
+    pub(crate) fn for_future(chan: C) -> Self {
+        RecvOp::make(chan)
+    }
+}
+
+impl<T, C: Deref<Target = Chan<T>>, const ARM: bool> RecvOp<T, C, ARM> {
+    #[inline]
+    fn make(chan: C) -> Self {
         chan.note_use();
         RecvOp {
             chan,
@@ -107,14 +132,17 @@ impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
     }
 }
 
+impl<'a, T> SendOp<'a, T, false> {
+    /// A send for a `send` future, which records its own use (module docs).
+    pub(crate) fn for_future(chan: &'a Chan<T>, value: T) -> Self {
+        SendOp::make(chan, value)
+    }
+}
+
 impl<'a, T> SendOp<'a, T> {
+    /// A send as an arm of a choice.
     pub(crate) fn new(chan: &'a Chan<T>, value: T) -> Self {
-        chan.note_use();
-        SendOp {
-            chan,
-            waiter: Waiter::new(Some(value)),
-            result: ResultCell::new(),
-        }
+        SendOp::make(chan, value)
     }
 
     /// A send of the value at `slot`, which other sends of the same choice may offer
@@ -132,6 +160,18 @@ impl<'a, T> SendOp<'a, T> {
             chan,
             // SAFETY: per the caller.
             waiter: unsafe { Waiter::with_shared_slot(slot) },
+            result: ResultCell::new(),
+        }
+    }
+}
+
+impl<'a, T, const ARM: bool> SendOp<'a, T, ARM> {
+    #[inline]
+    fn make(chan: &'a Chan<T>, value: T) -> Self {
+        chan.note_use();
+        SendOp {
+            chan,
+            waiter: Waiter::new(Some(value)),
             result: ResultCell::new(),
         }
     }
@@ -223,21 +263,31 @@ fn give_back_unread<T>(chan: &Chan<T>, result: &ResultCell<Result<T, RecvError>>
     }
 }
 
-impl<T, C: Deref<Target = Chan<T>>> Outcome for RecvOp<T, C> {
+impl<T, C: Deref<Target = Chan<T>>, const ARM: bool> Outcome for RecvOp<T, C, ARM> {
     type Output = Result<T, RecvError>;
 
     fn outcome(&self) -> Self::Output {
         self.take_result()
             .expect("csp: a completed recv has an outcome")
     }
+
+    #[inline]
+    fn note_user(&self, waker: &Waker) {
+        self.chan.note_user(Side::Recv, waker);
+    }
 }
 
-impl<T> Outcome for SendOp<'_, T> {
+impl<T, const ARM: bool> Outcome for SendOp<'_, T, ARM> {
     type Output = Result<(), SendError<T>>;
 
     fn outcome(&self) -> Self::Output {
         self.take_result()
             .expect("csp: a completed send has an outcome")
+    }
+
+    #[inline]
+    fn note_user(&self, waker: &Waker) {
+        self.chan.note_user(Side::Send, waker);
     }
 }
 
@@ -282,6 +332,11 @@ macro_rules! wait_list_entry {
                 entry.as_ref().set_choice(claim, arm);
                 self.chan.state_mut().register($side, entry, wakes);
                 self.chan.enrol();
+                // An arm's owner, stored in the flag before its entries are linked,
+                // is this side's last user now (module docs).
+                if ARM {
+                    self.chan.note_waiter($side, claim.as_ref().owner_tag());
+                }
             }
         }
 
@@ -297,7 +352,7 @@ macro_rules! wait_list_entry {
     };
 }
 
-impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
+impl<T, C: Deref<Target = Chan<T>>, const ARM: bool> Operation for RecvOp<T, C, ARM> {
     channel_lock!();
     wait_list_entry!(Side::Recv);
 
@@ -334,7 +389,7 @@ impl<T, C: Deref<Target = Chan<T>>> Operation for RecvOp<T, C> {
     }
 }
 
-impl<T> Operation for SendOp<'_, T> {
+impl<T, const ARM: bool> Operation for SendOp<'_, T, ARM> {
     channel_lock!();
     wait_list_entry!(Side::Send);
 
@@ -498,7 +553,7 @@ impl<T> Operation for ClosedOp<'_, T> {
 // (`Drop`), so the channel never reaches freed memory even when the choice that
 // registered it was leaked (`mem::forget`) and never cancelled.
 
-impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
+impl<T, C: Deref<Target = Chan<T>>, const ARM: bool> RecvOp<T, C, ARM> {
     /// See above.
     #[inline]
     fn may_be_linked(&self) -> bool {
@@ -527,7 +582,7 @@ impl<T> ClosedOp<'_, T> {
     }
 }
 
-impl<T> SendOp<'_, T> {
+impl<T, const ARM: bool> SendOp<'_, T, ARM> {
     /// See above.
     #[inline]
     fn may_be_linked(&self) -> bool {
@@ -566,7 +621,7 @@ fn unlink_orphan(op: &impl Operation, give_back: impl FnOnce(&mut Wakes)) {
     wakes.run();
 }
 
-impl<T, C: Deref<Target = Chan<T>>> Drop for RecvOp<T, C> {
+impl<T, C: Deref<Target = Chan<T>>, const ARM: bool> Drop for RecvOp<T, C, ARM> {
     #[inline]
     fn drop(&mut self) {
         if self.may_be_linked() {
@@ -575,7 +630,7 @@ impl<T, C: Deref<Target = Chan<T>>> Drop for RecvOp<T, C> {
     }
 }
 
-impl<T, C: Deref<Target = Chan<T>>> RecvOp<T, C> {
+impl<T, C: Deref<Target = Chan<T>>, const ARM: bool> RecvOp<T, C, ARM> {
     /// `Drop`'s rare path: a value handed to the entry goes back to the channel.
     #[cold]
     #[inline(never)]
@@ -609,6 +664,15 @@ macro_rules! unlink_on_drop {
     )*};
 }
 
+impl<T, const ARM: bool> Drop for SendOp<'_, T, ARM> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.may_be_linked() {
+            unlink_orphan_cold(self);
+        }
+    }
+}
+
 /// `unlink_orphan` with nothing to give back, out of the way of the common drop.
 #[cold]
 #[inline(never)]
@@ -617,7 +681,6 @@ fn unlink_orphan_cold(op: &impl Operation) {
 }
 
 unlink_on_drop!(
-    SendOp<'_, T>,
     ClosedOp<'_, T>,
     ReadOp<T, C> where C: Deref<Target = Chan<T>>
 );

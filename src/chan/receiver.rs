@@ -5,7 +5,7 @@ use std::task::{Context, Poll, ready};
 
 use futures::stream::{FusedStream, Stream};
 
-use crate::chan::core::Chan;
+use crate::chan::core::{Chan, Side};
 use crate::chan::end::{channel_end_methods, sealed};
 use crate::chan::error::{RecvError, TryRecvError};
 use crate::chan::future::channel_future;
@@ -74,7 +74,7 @@ impl<T> Receiver<T> {
     /// # });
     /// ```
     pub fn recv(&self) -> RecvFuture<'_, T> {
-        RecvFuture::new(RecvOp::new(&self.chan))
+        RecvFuture::new(RecvOp::for_future(&self.chan))
     }
 
     /// Receives without waiting: a buffered value, or a waiting sender's.
@@ -179,6 +179,7 @@ impl<T> Receiver<T> {
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
         let chan = &self.chan;
         chan.note_use();
+        chan.note_user(Side::Recv, cx.waker());
         let node = self
             .node
             .get_or_insert_with(|| Box::pin(Single::new(ReadOp::new(chan.clone()))));
@@ -254,5 +255,5 @@ impl<T> std::fmt::Debug for Receiver<T> {
 channel_future! {
     /// The future of [`Receiver::recv`]: the next value, or `Err` once the channel is
     /// closed and drained.
-    RecvFuture => RecvOp<T, &'a Chan<T>>, Result<T, RecvError>
+    RecvFuture => RecvOp<T, &'a Chan<T>, false>, Result<T, RecvError>
 }

@@ -46,7 +46,7 @@ impl<T> Sender<T> {
     /// # });
     /// ```
     pub fn send(&self, value: T) -> SendFuture<'_, T> {
-        SendFuture::new(SendOp::new(&self.chan, value))
+        SendFuture::new(SendOp::for_future(&self.chan, value))
     }
 
     /// Sends without waiting: succeeds if a receiver is waiting or the buffer has room.
@@ -158,7 +158,7 @@ impl<T> std::fmt::Debug for Sender<T> {
 channel_future! {
     /// The future of [`Sender::send`]: `Ok` once a receiver took the value (rendezvous)
     /// or it is buffered; `Err` with the value if the channel closed first.
-    SendFuture => SendOp<'a, T>, Result<(), SendError<T>>
+    SendFuture => SendOp<'a, T, false>, Result<(), SendError<T>>
 }
 
 channel_future! {

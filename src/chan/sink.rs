@@ -7,6 +7,7 @@ use std::task::{Context, Poll, ready};
 
 use futures::Sink;
 
+use crate::chan::core::Side;
 use crate::chan::error::{SendError, TrySendError};
 use crate::chan::sender::{SendFuture, Sender};
 
@@ -76,6 +77,8 @@ impl<T> SendSink<'_, T> {
     /// Finishes sending the held value, if any.
     fn poll_pending(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
         let mut this = self.project();
+        // `start_send` has no waker to tell its user by: the `poll_ready` before it does.
+        this.sender.chan().note_user(Side::Send, cx.waker());
         let Some(send) = this.pending.as_mut().as_pin_mut() else {
             return Poll::Ready(Ok(()));
         };

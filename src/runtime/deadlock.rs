@@ -22,15 +22,19 @@
 //! The check runs on the `block_on` thread, only after a grace period with nothing
 //! happening, so the hot paths pay nothing beyond counting foreign waker clones.
 //!
-//! With `CSP_DEADLOCK_DOT=path` in the environment, the report also writes the runtime's
-//! wait graph (`wait_graph.rs`) to `path` and says so.
+//! The report names each channel waited on by its id, its kind and where it was made
+//! (`recv on channel #7 (rendezvous, made at src/main.rs:3:5)`, from the census of wait
+//! sites, `wait/census.rs`). With `CSP_DEADLOCK_DOT=path` in the environment, it also
+//! writes the runtime's wait graph (`wait_graph.rs`) to `path` and says so.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::loom::sync::atomic::Ordering;
 use crate::runtime::{Shared, groups};
 use crate::task::TaskRef;
 use crate::wait::WaitOn;
+use crate::wait::census;
 use crate::wait::epoch::foreign_epoch;
 use crate::wait::parker::Parker;
 use crate::wait::record::Recorded;
@@ -146,18 +150,26 @@ impl Shared {
             return None;
         }
         blocked.sort_by_key(|&(id, ..)| id);
+        let main_wait = main.and_then(|main| WaitOn::decode(main.wait_word()));
+        let channels: Vec<u64> = blocked
+            .iter()
+            .filter_map(|&(.., wait)| wait)
+            .chain(main_wait)
+            .filter_map(WaitOn::channel)
+            .collect();
+        let names = census::names(&channels);
+        let describe = |wait: Option<WaitOn>| wait.map(|w| w.describe(&names));
         let mut report = String::from("csp: deadlock: all processes are asleep");
-        if let Some(main) = main {
-            let main_wait = WaitOn::decode(main.wait_word()).map(|w| w.to_string());
+        if main.is_some() {
             let _ = write!(
                 report,
                 "\n  the block_on future: waiting on {}",
-                main_wait.as_deref().unwrap_or("?")
+                describe(main_wait).as_deref().unwrap_or("?")
             );
         }
         let groups = groups::of(blocked.iter().map(|&(id, ..)| id));
         for (id, spawned_at, wait) in blocked {
-            let wait = wait.map(|w| w.to_string());
+            let wait = describe(wait);
             let group = groups
                 .get(&id)
                 .map(|g| format!(" in JoinSet #{} (made at {})", g.id, g.made_at))
@@ -189,5 +201,30 @@ impl Shared {
              Builder::deadlock_detection(false))",
         );
         Some(report)
+    }
+}
+
+impl WaitOn {
+    /// The channel of a wait on one channel (a send, a receive, a close).
+    fn channel(self) -> Option<u64> {
+        match self {
+            WaitOn::Recv { channel } | WaitOn::Send { channel } | WaitOn::Closed { channel } => {
+                Some(channel)
+            }
+            // An alt, a join, anything else: no one channel to name.
+            _ => None,
+        }
+    }
+
+    /// The wait in a report: as displayed (`record.rs`), with its channel, if `names`
+    /// (from the census, by id) has it, named by its kind and where it was made.
+    fn describe(self, names: &HashMap<u64, String>) -> String {
+        let name = self.channel().and_then(|channel| names.get(&channel));
+        match (self, name) {
+            (WaitOn::Recv { .. }, Some(name)) => format!("recv on {name}"),
+            (WaitOn::Send { .. }, Some(name)) => format!("send on {name}"),
+            (WaitOn::Closed { .. }, Some(name)) => format!("close of {name}"),
+            _ => self.to_string(),
+        }
     }
 }

@@ -2,14 +2,27 @@
 //! DOT text (`Handle::wait_graph`, and the file deadlock detection writes when
 //! `CSP_DEADLOCK_DOT` is set).
 //!
-//! Nodes are processes (`p<id>`), channels (`c<id>`), the runtime's `block_on`
-//! futures (`main`) and everything outside csp's channels (`foreign`: timers, I/O,
-//! another executor's wakers); an edge runs from a waiter to what it waits on. Channel
-//! edges come from the census of wait sites (`wait/census.rs`), which lists every linked
-//! entry, so an alt shows one edge per channel it waits on; joins come from each
-//! process's wait record. The processes of one `JoinSet` are drawn inside a box of the
-//! set's (a DOT cluster). The graph is a snapshot taken while the runtime runs: a
-//! process may be caught between two waits.
+//! Nodes are processes (`p<id>`), channels (`c<id>`, named by their kind and where
+//! they were made), the runtime's `block_on` futures (`main`) and everything outside
+//! csp's channels (`foreign`: timers, I/O, another executor's wakers); an edge runs from
+//! a waiter to what it waits on. Channel edges come from the census of wait sites
+//! (`wait/census.rs`), which lists every linked entry, so an alt shows one edge per
+//! channel it waits on; joins come from each process's wait record. The processes of one
+//! `JoinSet` are drawn inside a box of the set's (a DOT cluster). The graph is a
+//! snapshot taken while the runtime runs: a process may be caught between two waits.
+//!
+//! The other side of a wait: from a channel with a waiter, a dashed edge runs to the
+//! live process (or the `block_on` future) that last used the channel's other side
+//! (`chan/site.rs`): `last sent` for a receive, `last received` for a send. It is who
+//! could have ended the wait, and a hint: the side may have other users, and some uses
+//! are not recorded (`try_send`, `try_recv`, an alt arm that did not wait). None is
+//! drawn to the waiter itself.
+//!
+//! A deadlock's cycle in red: the edges of every cycle that runs through processes that
+//! sleep on a csp wait (no waker of theirs held outside csp) and channels that are not
+//! foreign, waits, joins and dashed edges alike, are drawn red. Such a cycle says each
+//! of its processes waits for the next, as far as the last uses tell; an alt on it may
+//! still fire on an arm off the cycle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -60,17 +73,37 @@ struct Process {
     group: Option<Group>,
 }
 
+/// An edge: from, to, label.
+type Edge = (Node, Node, &'static str);
+
+/// A channel with a waiter, as drawn.
+struct Channel {
+    /// `channel #1 (rendezvous, made at src/main.rs:3:5)`.
+    name: String,
+    foreign: bool,
+}
+
 impl Shared {
     /// The runtime's wait graph as DOT text; `main`, a `block_on` future's parker,
-    /// adds that future's join (its channel waits show without it).
+    /// adds that future's join and its uses of channels (its channel waits show without
+    /// it).
     pub(crate) fn wait_graph(&self, main: Option<&Parker>) -> String {
         let processes = self.graph_processes();
         let live: BTreeMap<usize, u64> = processes.iter().map(|p| (p.address, p.id)).collect();
+        let main_address = main.map(|m| std::ptr::from_ref(m) as usize);
+        // A side's last user (`chan/site.rs`) as a node, if it is one drawn.
+        let user_node = |user: usize| match live.get(&user) {
+            Some(&id) => Some(Node::Process(id)),
+            None if user != 0 && main_address == Some(user) => Some(Node::Main),
+            None => None,
+        };
         let mut channels = BTreeMap::new();
         let mut edges = BTreeSet::new();
+        let mut other_sides = BTreeSet::new();
         let runtime = self.id();
-        census::survey(|channel, kind, foreign, waiting| {
-            for w in waiting {
+        census::survey(|site| {
+            let mut waiters = Vec::new();
+            for w in site.waiting {
                 let from = match w.owner {
                     OwnerTag::Process(address) => match live.get(&address) {
                         Some(&id) => Node::Process(id),
@@ -79,10 +112,32 @@ impl Shared {
                     OwnerTag::Main(id) if id == runtime => Node::Main,
                     _ => continue,
                 };
-                channels
-                    .entry(channel)
-                    .or_insert_with(|| (kind.clone(), foreign));
-                edges.insert((from, Node::Channel(channel), op_label(w.op)));
+                waiters.push((from, w.op));
+                edges.insert((from, Node::Channel(site.id), op_label(w.op)));
+            }
+            if waiters.is_empty() {
+                return;
+            }
+            channels.entry(site.id).or_insert_with(|| Channel {
+                name: site.name(),
+                foreign: site.foreign,
+            });
+            // Who could end each wait: the last user of the other side.
+            let users = site.last_users;
+            let sides = [
+                (users.sender, "last sent", &[Op::Recv, Op::Read][..]),
+                (users.receiver, "last received", &[Op::Send][..]),
+            ];
+            for (user, label, ops) in sides {
+                let Some(user) = user_node(user) else {
+                    continue;
+                };
+                if waiters
+                    .iter()
+                    .any(|&(waiter, op)| ops.contains(&op) && waiter != user)
+                {
+                    other_sides.insert((Node::Channel(site.id), user, label));
+                }
             }
         });
         for p in &processes {
@@ -108,7 +163,8 @@ impl Shared {
             }
             _ => {}
         }
-        render(&processes, &channels, &edges)
+        let red = cycles(&processes, &channels, edges.iter().chain(&other_sides));
+        render(&processes, &channels, &edges, &other_sides, &red)
     }
 
     fn graph_processes(&self) -> Vec<Process> {
@@ -144,12 +200,7 @@ impl Shared {
 }
 
 /// A `join_next` edge from `from` to each live process of set `set`.
-fn join_set_edges(
-    edges: &mut BTreeSet<(Node, Node, &'static str)>,
-    from: Node,
-    set: u64,
-    processes: &[Process],
-) {
+fn join_set_edges(edges: &mut BTreeSet<Edge>, from: Node, set: u64, processes: &[Process]) {
     for p in processes
         .iter()
         .filter(|p| p.group.is_some_and(|g| g.id == set))
@@ -167,10 +218,99 @@ fn op_label(op: Op) -> &'static str {
     }
 }
 
+/// The edges that lie on a cycle through blocked processes (asleep on a csp wait, no
+/// waker held outside csp) and channels that are not foreign (module docs): those whose
+/// ends are in one strongly connected component of the graph of such nodes.
+fn cycles<'a>(
+    processes: &[Process],
+    channels: &BTreeMap<u64, Channel>,
+    edges: impl Iterator<Item = &'a Edge> + Clone,
+) -> BTreeSet<(Node, Node)> {
+    let blocked: BTreeSet<u64> = processes
+        .iter()
+        .filter(|p| p.state == ProcessState::Sleeping && p.wait.is_some() && !p.foreign)
+        .map(|p| p.id)
+        .collect();
+    let counts = |n: &Node| match n {
+        Node::Process(id) => blocked.contains(id),
+        Node::Channel(id) => channels.get(id).is_some_and(|c| !c.foreign),
+        Node::Main | Node::Foreign => false,
+    };
+    let arcs: BTreeSet<(Node, Node)> = edges
+        .filter(|(from, to, _)| counts(from) && counts(to))
+        .map(|&(from, to, _)| (from, to))
+        .collect();
+    let component = components(&arcs);
+    arcs.into_iter()
+        .filter(|(from, to)| from == to || component[from] == component[to])
+        .collect()
+}
+
+/// The strongly connected components of the graph of `arcs` (Tarjan's algorithm, with
+/// an explicit stack: a graph may be deep): a component number for each node.
+fn components(arcs: &BTreeSet<(Node, Node)>) -> BTreeMap<Node, usize> {
+    let mut next: BTreeMap<Node, Vec<Node>> = BTreeMap::new();
+    for &(from, to) in arcs {
+        next.entry(from).or_default().push(to);
+        next.entry(to).or_default();
+    }
+    let mut index: BTreeMap<Node, (usize, usize)> = BTreeMap::new(); // (index, low link)
+    let mut component: BTreeMap<Node, usize> = BTreeMap::new();
+    let mut stack: Vec<Node> = Vec::new();
+    let mut counter = 0;
+    for &root in next.keys() {
+        if index.contains_key(&root) {
+            continue;
+        }
+        // Each frame: a node and how many of its successors it has looked at.
+        let mut frames = vec![(root, 0)];
+        index.insert(root, (counter, counter));
+        counter += 1;
+        stack.push(root);
+        while let Some(&mut (node, ref mut seen)) = frames.last_mut() {
+            if let Some(&succ) = next[&node].get(*seen) {
+                *seen += 1;
+                match index.get(&succ) {
+                    None => {
+                        index.insert(succ, (counter, counter));
+                        counter += 1;
+                        stack.push(succ);
+                        frames.push((succ, 0));
+                    }
+                    Some(&(succ_index, _)) if !component.contains_key(&succ) => {
+                        let low = &mut index.get_mut(&node).expect("indexed").1;
+                        *low = (*low).min(succ_index);
+                    }
+                    Some(_) => {} // in a finished component
+                }
+                continue;
+            }
+            frames.pop();
+            let (node_index, low) = index[&node];
+            if low == node_index {
+                let id = component.len();
+                while let Some(member) = stack.pop() {
+                    component.insert(member, id);
+                    if member == node {
+                        break;
+                    }
+                }
+            }
+            if let Some(&(parent, _)) = frames.last() {
+                let parent_low = &mut index.get_mut(&parent).expect("indexed").1;
+                *parent_low = (*parent_low).min(low);
+            }
+        }
+    }
+    component
+}
+
 fn render(
     processes: &[Process],
-    channels: &BTreeMap<u64, (String, bool)>,
-    edges: &BTreeSet<(Node, Node, &'static str)>,
+    channels: &BTreeMap<u64, Channel>,
+    edges: &BTreeSet<Edge>,
+    other_sides: &BTreeSet<Edge>,
+    red: &BTreeSet<(Node, Node)>,
 ) -> String {
     let mut dot =
         String::from("digraph csp {\n    rankdir=LR;\n    node [fontname=\"monospace\"];\n");
@@ -220,19 +360,24 @@ fn render(
             dot.push_str("    }\n");
         }
     }
-    for (id, (kind, foreign)) in channels {
-        let (style, note) = match foreign {
+    for (id, channel) in channels {
+        let (style, note) = match channel.foreign {
             true => (", style=dashed", "\\nforeign"),
             false => ("", ""),
         };
         let _ = writeln!(
             dot,
-            "    {} [shape=ellipse{style}, label=\"channel #{id}\\n{}{note}\"];",
+            "    {} [shape=ellipse{style}, label=\"{}{note}\"];",
             Node::Channel(*id).name(),
-            escape(kind)
+            escape(&channel.name)
         );
     }
-    let ends = || edges.iter().flat_map(|&(from, to, _)| [from, to]);
+    let ends = || {
+        edges
+            .iter()
+            .chain(other_sides)
+            .flat_map(|&(from, to, _)| [from, to])
+    };
     if ends().any(|n| n == Node::Main) {
         dot.push_str("    main [shape=box, style=bold, label=\"block_on\"];\n");
     }
@@ -253,14 +398,24 @@ fn render(
             "    p{n} [shape=box, style=dashed, label=\"#{n}\\nnot a live process here:\\na blocking task, just finished,\\nor another runtime's\"];"
         );
     }
-    for &(from, to, op) in edges {
+    let drawn = edges
+        .iter()
+        .map(|edge| (edge, ""))
+        .chain(other_sides.iter().map(|edge| (edge, "style=dashed, ")));
+    for (&(from, to, op), style) in drawn {
         let label = match (from, to) {
             (Node::Process(id), Node::Channel(_)) if alts.contains(&id) => format!("alt: {op}"),
             _ => op.to_owned(),
         };
+        // The label last: tests read it as the end of the line.
+        let color = if red.contains(&(from, to)) {
+            "color=red, "
+        } else {
+            ""
+        };
         let _ = writeln!(
             dot,
-            "    {} -> {} [label=\"{label}\"];",
+            "    {} -> {} [{style}{color}label=\"{label}\"];",
             from.name(),
             to.name()
         );
@@ -276,7 +431,35 @@ fn escape(text: &str) -> String {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::escape;
+    use std::collections::BTreeSet;
+
+    use super::{Node, components, escape};
+
+    #[test]
+    fn strongly_connected_components_put_each_cycle_together_and_leave_tails_alone() {
+        use Node::{Channel as C, Process as P};
+        // p1 -> c1 -> p2 -> c2 -> p1 and p2 -> p3 -> c3 -> p2: two cycles through p2,
+        // one component; p4 -> c1 leads into it; p5 -> c5 -> p6 is a path, no cycle.
+        let arcs = BTreeSet::from([
+            (P(1), C(1)),
+            (C(1), P(2)),
+            (P(2), C(2)),
+            (C(2), P(1)),
+            (P(2), P(3)),
+            (P(3), C(3)),
+            (C(3), P(2)),
+            (P(4), C(1)),
+            (P(5), C(5)),
+            (C(5), P(6)),
+        ]);
+        let component = components(&arcs);
+        let cycle = [P(1), C(1), P(2), C(2), P(3), C(3)];
+        assert!(cycle.iter().all(|n| component[n] == component[&P(1)]));
+        let others = [P(4), P(5), C(5), P(6)];
+        let mut seen: BTreeSet<usize> = others.iter().map(|n| component[n]).collect();
+        assert_eq!(seen.len(), others.len(), "each alone: {component:?}");
+        assert!(seen.insert(component[&P(1)]), "{component:?}");
+    }
 
     #[test]
     fn labels_escape_quotes_and_backslashes() {

@@ -38,6 +38,7 @@ use crate::runtime::timer::timers::Armed;
 /// assert!(timed_out);
 /// # });
 /// ```
+#[track_caller]
 pub fn after(duration: Duration) -> Receiver<Instant> {
     let now = Instant::now();
     ChannelTimer::start(now.checked_add(duration), None)
@@ -61,6 +62,7 @@ pub fn after(duration: Duration) -> Receiver<Instant> {
 /// assert!(second > first);
 /// # });
 /// ```
+#[track_caller]
 pub fn tick(period: Duration) -> Receiver<Instant> {
     assert!(
         !period.is_zero(),
@@ -95,6 +97,7 @@ pub(crate) struct ChannelTimer {
 impl ChannelTimer {
     /// Makes the channel and arms its first deadline (`None`: too far to represent,
     /// never fires).
+    #[track_caller]
     fn start(first: Option<Instant>, schedule: Option<(Instant, Duration)>) -> Receiver<Instant> {
         let (sender, receiver) = bounded(1);
         let runtime = Handle::for_timer();

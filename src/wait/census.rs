@@ -1,6 +1,11 @@
 //! The census of wait sites: every channel that has had a waiting entry linked in it,
 //! so that the wait graph (`runtime/wait_graph.rs`) can say who waits where, alts
-//! included (a process's own wait record names one channel at most).
+//! included (a process's own wait record names one channel at most), and deadlock
+//! reports (`runtime/deadlock.rs`) can name each channel by where it was made.
+//!
+//! A site also tells, per side, which process last used it ([`LastUsers`]): the wait
+//! graph draws, from a channel someone waits on, a dashed edge to whoever last used the
+//! other side, the process that could have ended the wait.
 //!
 //! A channel joins when its first entry is linked, at most once, and leaves when it
 //! drops (its [`Enrolment`] is its first field, so it goes first), so the hot paths pay
@@ -21,6 +26,7 @@
 //! not loom's, and the data is a diagnostic snapshot.
 
 use std::collections::HashMap;
+use std::panic::Location;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -48,18 +54,39 @@ pub(crate) struct Waiting {
     pub(crate) op: Op,
 }
 
+/// Which process last used each side of a site: the address of its header, as
+/// [`OwnerTag::Process`] has it (a number to compare with the addresses of live
+/// processes, never a pointer to follow), or of the `block_on` future's parker; 0 when
+/// unknown (never used, or last used by something csp cannot name). A hint: a process
+/// that ended may have left its address to a new one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LastUsers {
+    /// The last user of the sending side: a send, or an alt's send arm.
+    pub(crate) sender: usize,
+    /// The last user of the receiving side: a receive, a `poll_recv`, an alt's recv arm.
+    pub(crate) receiver: usize,
+}
+
 /// A channel, as the census sees it.
 ///
 /// Surveys call these methods from any thread, even for a channel whose `T` is not
 /// `Send`, so they must touch only what is safe to share across threads whatever `T`
-/// is: the id, the capacity, the home, the lock, and under it the wait lists' links
-/// and the linked entries' claim flags; never a value.
+/// is: the id, the capacity, the birthplace, the home, the last users, the lock, and
+/// under it the wait lists' links and the linked entries' claim flags; never a value.
 pub(crate) trait Site {
     /// The channel's id, as in dumps.
     fn id(&self) -> u64;
 
     /// Its kind, for a picture: `rendezvous`, `bounded(16)`, `unbounded`.
     fn kind(&self) -> String;
+
+    /// Where it was made: the caller of `csp::channel`, `bounded`, `unbounded` (or of
+    /// whatever public function made it, through `#[track_caller]`), else a place in
+    /// csp itself (a channel csp makes for its own use).
+    fn made_at(&self) -> &'static Location<'static>;
+
+    /// Who last used each of its sides (a snapshot of hints, read without the lock).
+    fn last_users(&self) -> LastUsers;
 
     /// True once something outside the runtime that first used it may use it
     /// (`chan/home.rs`).
@@ -160,11 +187,40 @@ impl Drop for Enrolment {
     }
 }
 
-/// Calls `f` with each enrolled site's id, kind, foreignness and linked entries. `f`
-/// runs under the census lock: it must not drop a channel (whose leaving would take that
-/// lock again). A site whose lock
-/// stays taken through every round is reported with no entries.
-pub(crate) fn survey(mut f: impl FnMut(u64, String, bool, &[Waiting])) {
+/// A site as a survey found it.
+#[derive(Debug)]
+pub(crate) struct Surveyed<'a> {
+    /// The channel's id.
+    pub(crate) id: u64,
+    /// Its kind ([`Site::kind`]).
+    pub(crate) kind: String,
+    /// True once something outside its runtime may use it ([`Site::is_foreign`]).
+    pub(crate) foreign: bool,
+    /// Where it was made ([`Site::made_at`]).
+    pub(crate) made_at: &'static Location<'static>,
+    /// Who last used each side ([`Site::last_users`]).
+    pub(crate) last_users: LastUsers,
+    /// Its linked entries that still wait.
+    pub(crate) waiting: &'a [Waiting],
+}
+
+impl Surveyed<'_> {
+    /// The channel's name in reports and pictures: `channel #7 (rendezvous, made at
+    /// src/main.rs:3:5)`.
+    pub(crate) fn name(&self) -> String {
+        channel_name(self.id, &self.kind, self.made_at)
+    }
+}
+
+/// A channel's name in reports and pictures: its id, its kind and where it was made.
+pub(crate) fn channel_name(id: u64, kind: &str, made_at: &Location<'_>) -> String {
+    format!("channel #{id} ({kind}, made at {made_at})")
+}
+
+/// Calls `f` with each enrolled site as found ([`Surveyed`]). `f` runs under the census
+/// lock: it must not drop a channel (whose leaving would take that lock again). A site
+/// whose lock stays taken through every round is reported with no entries.
+pub(crate) fn survey(mut f: impl FnMut(&Surveyed<'_>)) {
     let mut pending: Option<Vec<u64>> = None;
     let mut entries = Vec::new();
     for round in 0..CENSUS_SURVEY_ROUNDS {
@@ -185,7 +241,14 @@ pub(crate) fn survey(mut f: impl FnMut(u64, String, bool, &[Waiting])) {
                 entries.clear();
                 let last_round = round + 1 == CENSUS_SURVEY_ROUNDS;
                 if site.try_waiting(&mut |w| entries.push(w)) || last_round {
-                    f(site.id(), site.kind(), site.is_foreign(), &entries);
+                    f(&Surveyed {
+                        id: site.id(),
+                        kind: site.kind(),
+                        foreign: site.is_foreign(),
+                        made_at: site.made_at(),
+                        last_users: site.last_users(),
+                        waiting: &entries,
+                    });
                 } else {
                     busy.push(id);
                 }
@@ -199,6 +262,23 @@ pub(crate) fn survey(mut f: impl FnMut(u64, String, bool, &[Waiting])) {
     }
 }
 
+/// The names ([`channel_name`]) of the enrolled sites among `ids`, by id: no channel
+/// lock is taken.
+pub(crate) fn names(ids: &[u64]) -> HashMap<u64, String> {
+    let census = census();
+    let Some(map) = census.as_ref() else {
+        return HashMap::new();
+    };
+    ids.iter()
+        .filter_map(|&id| {
+            let SitePtr(site) = map.get(&id)?;
+            // SAFETY: enrolled, and the census lock is held (module docs).
+            let site = unsafe { site.as_ref() };
+            Some((id, channel_name(id, &site.kind(), site.made_at())))
+        })
+        .collect()
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -206,6 +286,7 @@ mod tests {
     struct Fake {
         enrolment: Enrolment,
         id: u64,
+        made_at: &'static Location<'static>,
         busy: AtomicBool,
     }
 
@@ -219,6 +300,15 @@ mod tests {
         fn is_foreign(&self) -> bool {
             false
         }
+        fn made_at(&self) -> &'static Location<'static> {
+            self.made_at
+        }
+        fn last_users(&self) -> LastUsers {
+            LastUsers {
+                sender: 8,
+                receiver: 16,
+            }
+        }
         fn try_waiting(&self, out: &mut dyn FnMut(Waiting)) -> bool {
             if self.busy.load(Ordering::Relaxed) {
                 return false;
@@ -231,19 +321,21 @@ mod tests {
         }
     }
 
+    #[track_caller]
     fn fake(id: u64, busy: bool) -> Box<Fake> {
         Box::new(Fake {
             enrolment: Enrolment::new(id),
             id,
+            made_at: Location::caller(),
             busy: AtomicBool::new(busy),
         })
     }
 
     fn seen(ids: &[u64]) -> Vec<(u64, usize)> {
         let mut seen = Vec::new();
-        survey(|id, _, _, entries| {
-            if ids.contains(&id) {
-                seen.push((id, entries.len()));
+        survey(|site| {
+            if ids.contains(&site.id) {
+                seen.push((site.id, site.waiting.len()));
             }
         });
         seen.sort();
@@ -276,5 +368,29 @@ mod tests {
         assert_eq!(seen(&[busy.id]), [(busy.id, 0)]);
         busy.busy.store(false, Ordering::Relaxed);
         assert_eq!(seen(&[busy.id]), [(busy.id, 1)]);
+    }
+
+    #[test]
+    fn a_survey_names_each_site_by_kind_and_birthplace_with_its_last_users() {
+        let site = fake(u64::MAX - 4, false);
+        let line = line!() - 1;
+        // SAFETY: the enrolment is `Fake`'s first field, made with its id.
+        unsafe { site.enrolment.join(&*site) };
+        let mut found = None;
+        survey(|s| {
+            if s.id == site.id {
+                found = Some((s.name(), s.last_users));
+            }
+        });
+        let expected = format!("channel #{} (fake, made at {}:{line}:20)", site.id, file!());
+        let users = LastUsers {
+            sender: 8,
+            receiver: 16,
+        };
+        assert_eq!(found, Some((expected.clone(), users)));
+        assert_eq!(
+            names(&[site.id, u64::MAX - 5]),
+            HashMap::from([(site.id, expected)])
+        );
     }
 }
