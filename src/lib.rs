@@ -59,6 +59,11 @@
 //!   [`Builder::deadlock_detection`], and [`Builder::on_deadlock`] for a runtime no
 //!   `block_on` waits on). [`Handle::metrics`] and [`Handle::processes`] read a
 //!   runtime's counters and dump from anywhere.
+//! - With the `console` feature, [`Builder::console`] (or `CSP_CONSOLE=addr`) serves a
+//!   page that shows the running program: its processes and what each waits on, the
+//!   wait graph, plots of the counters and warnings such as a poll that held its worker
+//!   too long; with JSON, SVG and Prometheus `/metrics` beside it. `kill -QUIT` prints
+//!   the processes and the wait graph, and the program goes on.
 //!
 //! ```
 //! use std::time::Duration;
@@ -105,15 +110,13 @@
 //!
 //! A process that does blocking work inside `poll` (a long computation, a blocking
 //! system call) holds its worker for that long, as in any async runtime: use
-//! [`spawn_blocking`] for such work. One cost is particular to csp's direct handoff: a
-//! process the blocking poll woke through a channel waits in that worker's handoff slot
-//! until the poll returns, and so do the up to 31 it pushed out of the slot, none of
-//! them stealable by an idle worker meanwhile. csp does not move them out while a poll
-//! runs long (that would put a check on the handoff's hot path); tokio's LIFO slot has
-//! the same limit. So does the process whose poll on that worker returned `Pending`
-//! just before: it rests there until the blocking poll returns (its transition to
-//! sleep put off, for the next poll to wake it with no atomic operation), and a wake
-//! from another thread meanwhile is acted on only then.
+//! [`spawn_blocking`] for such work. What it woke meanwhile does not wait for it: a
+//! process woken into that worker's handoff slot, the ones pushed out of the slot and
+//! the worker's resting process are taken over by the runtime's watchdog once the poll
+//! has run 2 ms, and another worker runs them ([`Metrics::takeovers`] counts it; with
+//! two workers or more, on Linux, where the `membarrier` system call lets the worker's
+//! side of that agreement cost nothing). Elsewhere they wait for the poll to return, as
+//! tokio's LIFO slot does.
 //!
 //! Where things are: the process state machine in `src/task/state.rs`, the scheduling
 //! policy in `src/runtime/worker.rs`, the channel core in `src/chan/core.rs`, and the
@@ -133,6 +136,8 @@ struct ReadmeDoctests;
 mod alt;
 mod cancel;
 mod chan;
+#[cfg(all(feature = "console", not(loom)))]
+mod console;
 mod id;
 mod join_set;
 pub(crate) mod loom;
@@ -407,14 +412,25 @@ pub use csp_macros::try_par;
 ///
 /// assert_eq!(sum_of_squares(), 14);
 /// ```
+///
+/// `console = "addr"` serves the runtime's console there ([`Builder::console`]; feature
+/// `console`):
+///
+/// ```no_run
+/// #[csp::main(console = "127.0.0.1:6669")]
+/// async fn main() {
+///     // Open http://127.0.0.1:6669/ while this runs.
+///     csp::sleep(std::time::Duration::from_secs(60)).await;
+/// }
+/// ```
 pub use csp_macros::main;
 
 /// Runs an `async fn` test on a new csp runtime.
 ///
 /// The function becomes a `#[test]` of the same name that builds a [`Runtime`] with
 /// deadlock detection on and [`block_on`](Runtime::block_on)s the body; the runtime is
-/// dropped when the test ends. It takes `worker_threads = N` as [`main`](macro@main)
-/// does, may return a `Result` as any test may, and composes with other test attributes
+/// dropped when the test ends. It takes `worker_threads = N` and `console = "addr"` as
+/// [`main`](macro@main) does, may return a `Result` as any test may, and composes with other test attributes
 /// such as `#[should_panic]`:
 ///
 /// ```

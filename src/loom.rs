@@ -99,6 +99,70 @@ mod imp {
     pub(crate) fn spin_loop() {
         std::hint::spin_loop()
     }
+
+    /// Asymmetric fences: a `light` fence, which costs nothing at run time, and a
+    /// `heavy` one, which makes every thread of the process that is running pass a
+    /// full barrier (Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`). A light
+    /// fence on one side and a heavy one on the other order a store before a load on
+    /// each side as two `SeqCst` fences do, so a path taken millions of times a second
+    /// pairs with one taken rarely at no cost to the first.
+    pub(crate) mod asymmetric {
+        /// The cheap side: stops the compiler from moving memory accesses across it;
+        /// the heavy fence of the other side does the hardware's part.
+        #[inline(always)]
+        pub(crate) fn light() {
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        }
+
+        /// Whether heavy fences work here (Linux 4.14 or later, and no seccomp filter
+        /// that forbids `membarrier`): the first call registers the process for them.
+        /// Without them, what relies on the pair must not run.
+        #[cfg(target_os = "linux")]
+        pub(crate) fn available() -> bool {
+            static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            *REGISTERED.get_or_init(|| {
+                // SAFETY: a system call with integer arguments and no memory effects.
+                let registered = unsafe {
+                    libc::syscall(
+                        libc::SYS_membarrier,
+                        MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                        0,
+                        0,
+                    )
+                };
+                registered == 0
+            })
+        }
+
+        /// Heavy fences need Linux's `membarrier`.
+        #[cfg(not(target_os = "linux"))]
+        pub(crate) fn available() -> bool {
+            false
+        }
+
+        /// The costly side: a full barrier on every running thread of the process.
+        /// Only after [`available`] said true.
+        #[cfg(target_os = "linux")]
+        pub(crate) fn heavy() {
+            // SAFETY: as in `available`.
+            let done = unsafe {
+                libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)
+            };
+            assert_eq!(done, 0, "membarrier failed after registering");
+        }
+
+        /// Never called: [`available`] is false.
+        #[cfg(not(target_os = "linux"))]
+        pub(crate) fn heavy() {
+            unreachable!("no heavy fence on this platform")
+        }
+
+        /// `linux/membarrier.h`.
+        #[cfg(target_os = "linux")]
+        const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+        #[cfg(target_os = "linux")]
+        const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+    }
 }
 
 #[cfg(loom)]
@@ -184,6 +248,22 @@ mod imp {
     #[inline(always)]
     pub(crate) fn spin_loop() {
         loom::thread::yield_now()
+    }
+
+    /// Under loom both sides of an asymmetric fence are `SeqCst` fences: what a
+    /// `membarrier` gives the light side, modelled.
+    pub(crate) mod asymmetric {
+        pub(crate) fn light() {
+            loom::sync::atomic::fence(loom::sync::atomic::Ordering::SeqCst);
+        }
+
+        pub(crate) fn available() -> bool {
+            true
+        }
+
+        pub(crate) fn heavy() {
+            loom::sync::atomic::fence(loom::sync::atomic::Ordering::SeqCst);
+        }
     }
 }
 

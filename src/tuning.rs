@@ -128,3 +128,56 @@ pub(crate) const DEADLOCK_MONITOR_MIN_PERIOD: Duration = Duration::from_millis(1
 /// while its `on_deadlock` hook may still be running: a hook that blocks is left behind
 /// at the timeout, as a worker stuck in a poll is.
 pub(crate) const MONITOR_EXIT_POLL: Duration = Duration::from_millis(1);
+
+/// How often the console's thread samples which process each worker is polling
+/// (`console/sampler.rs`): the resolution of its poll times. 2 ms makes a 20 ms poll
+/// show as 9 to 10 samples, while 500 wake-ups a second of one thread cost some 0.1%
+/// of a core with nobody looking (a wake-up and a read of each worker's counters).
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_SAMPLE_PERIOD: Duration = Duration::from_millis(2);
+
+/// How often the console records a point of its plots and ages the processes' waits;
+/// the page reloads as often.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_TICK: Duration = Duration::from_secs(1);
+
+/// Points the console's plots keep: 5 minutes at one a second.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_HISTORY: usize = 300;
+
+/// A poll that holds its worker this long is a warning on the console. tokio-console
+/// warns about polls of over 10 ms by default; at the 2 ms sampling period, 20 ms is
+/// the shortest length the sampler tells from a run of ordinary polls without fail.
+#[cfg(feature = "console")]
+pub(crate) const LONG_POLL_WARNING: Duration = Duration::from_millis(20);
+
+/// Long polls the console lists, newest first.
+#[cfg(feature = "console")]
+pub(crate) const LONG_POLLS_KEPT: usize = 20;
+
+/// A process woken inside its own polls this many times in one console tick, for more
+/// than half of its polls, is a warning ("woken many times without progress"): a
+/// spin on `yield_now` or a future that wakes itself while nothing changes. At one
+/// poll per wake, 1,000 a second is a core's thousandth spent on one such process.
+#[cfg(feature = "console")]
+pub(crate) const BUSY_REQUEUES_PER_TICK: u64 = 1_000;
+
+/// A channel with this many waiting entries is a warning (a long queue of blocked
+/// senders or receivers).
+#[cfg(feature = "console")]
+pub(crate) const LONG_QUEUE_WAITERS: usize = 64;
+
+/// The wait graph the console draws as a picture, at most: laying out a graph costs
+/// time more than linear in its size, and a picture of thousands of nodes shows
+/// nothing. Larger graphs are served as DOT only.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_GRAPH_MAX_NODES: usize = 400;
+
+/// How long a poll may hold its worker before the watchdog moves the processes the
+/// worker holds (its handoff slot, those pushed out of it, its resting process) to where
+/// any worker finds them (`runtime/sysmon.rs`); also the watchdog's period while any
+/// worker is awake. Go's sysmon retakes a processor from a system call after 20 µs to
+/// 10 ms; 2 ms keeps a woken process's wait behind a blocking poll to a few
+/// milliseconds while the watchdog wakes at most 500 times a second, and only while the
+/// runtime has work.
+pub(crate) const LONG_POLL_TAKEOVER: Duration = Duration::from_millis(2);

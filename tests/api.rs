@@ -796,3 +796,43 @@ fn structured_contract() {
         let _: Option<u64> = p.group;
     }
 }
+
+// ---- The console (feature `console`; the items exist without it, and building a
+// ---- runtime that asks for a console then fails, saying so) ----
+
+#[allow(dead_code)]
+fn console_signatures() {
+    // `console(addr: impl Into<String>)`: a `&str` or a `String`.
+    fn console(builder: &mut Builder) -> &mut Builder {
+        builder
+            .console("127.0.0.1:0")
+            .console(String::from("[::1]:0"))
+    }
+    let _: fn(&mut Builder) -> &mut Builder = console;
+    let _: fn(&Runtime) -> Option<std::net::SocketAddr> = Runtime::console_addr;
+    let _: fn(&Handle) -> Option<std::net::SocketAddr> = Handle::console_addr;
+}
+
+mod console_entry_points {
+    #[csp::main(console = "127.0.0.1:0")]
+    pub(super) async fn main_with_console() {}
+
+    #[csp::main(worker_threads = 2, console = "127.0.0.1:0")]
+    pub(super) async fn main_with_workers_and_console() -> u8 {
+        1
+    }
+}
+
+#[test]
+fn console_contract() {
+    console_signatures();
+    let _: fn() = console_entry_points::main_with_console;
+    let _: fn() -> u8 = console_entry_points::main_with_workers_and_console;
+    // Without the feature, a console asked for is an error that names the feature.
+    #[cfg(not(feature = "console"))]
+    {
+        let err = Builder::new().console("127.0.0.1:0").build().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Unsupported);
+        assert!(err.to_string().contains("`console` feature"), "{err}");
+    }
+}

@@ -57,6 +57,47 @@ fn processes_reports_where_each_process_was_spawned() {
 }
 
 #[test]
+fn processes_names_timer_and_socket_waits_and_keeps_a_channel_wait_under_a_timeout() {
+    bounded(20, || {
+        let rt = runtime(2, "waits");
+        let sleeper = rt.spawn(csp::sleep(Duration::from_secs(60)));
+        let (_tx, rx) = csp::channel::<u8>();
+        let timed = rt.spawn(async move { csp::timeout(Duration::from_secs(60), rx.recv()).await });
+        let listener = rt.block_on(async { csp::net::TcpListener::bind("127.0.0.1:0").await });
+        let listener = listener.unwrap();
+        let acceptor = rt.spawn(async move { listener.accept().await.map(|_| ()) });
+        let waiting_on = |id: u64| {
+            rt.processes()
+                .into_iter()
+                .find(|p| p.id == id)
+                .and_then(|p| p.waiting_on)
+        };
+        common::wait_until(10, "three waits recorded", || {
+            [sleeper.id(), timed.id(), acceptor.id()]
+                .iter()
+                .all(|&id| waiting_on(id).is_some())
+        });
+        let timer = waiting_on(sleeper.id()).unwrap();
+        assert!(
+            timer.starts_with("timer of ") && timer.ends_with(" ms"),
+            "{timer}"
+        );
+        let ms: u64 = timer["timer of ".len()..timer.len() - 3].parse().unwrap();
+        assert!((59_000..=60_000).contains(&ms), "{timer}");
+        let timed_wait = waiting_on(timed.id()).unwrap();
+        assert!(timed_wait.starts_with("recv on channel #"), "{timed_wait}");
+        let socket = waiting_on(acceptor.id()).unwrap();
+        assert!(
+            socket.starts_with("I/O readiness (registration #"),
+            "{socket}"
+        );
+        sleeper.abort();
+        timed.abort();
+        acceptor.abort();
+    });
+}
+
+#[test]
 fn processes_shows_every_scheduling_state() {
     bounded(20, || {
         let rt = runtime(1, "states");

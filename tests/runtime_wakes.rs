@@ -312,23 +312,26 @@ async fn wake_all_then_spin(
 }
 
 #[test]
-fn processes_woken_in_one_poll_wait_for_it_to_end() {
+fn processes_woken_in_a_poll_that_runs_long_are_taken_over_by_the_other_worker() {
     bounded(30, || {
         let rt = runtime(2, "held-back");
         let ran = Arc::new(AtomicUsize::new(0));
         let (senders, handles) = sleeping_receivers(&rt, 8, &ran);
-        // The other worker is idle for the 50 ms this poll spins, yet none of the eight
-        // is published to it: they run on this worker once the poll ends.
+        // Eight woken into this worker's slots (seven of them pushed out of the handoff
+        // slot and held back for a batch), then a poll that spins until one has run:
+        // once it has run past the take-over threshold (2 ms), the watchdog moves them
+        // to where the idle worker takes them. Where the watchdog cannot run (no
+        // `membarrier`), they wait for the poll: it gives up after 2 s.
         let waker = rt.spawn(wake_all_then_spin(
             senders,
             ran.clone(),
-            Duration::from_millis(50),
+            Duration::from_secs(2),
         ));
-        assert_eq!(
-            rt.block_on(waker).unwrap(),
-            0,
-            "a woken process ran while the poll that woke it went on"
-        );
+        let ran_during = rt.block_on(waker).unwrap();
+        if cfg!(target_os = "linux") {
+            assert!(ran_during > 0, "no woken process ran during a long poll");
+            assert!(rt.metrics().takeovers > 0, "{:?}", rt.metrics());
+        }
         for handle in handles {
             rt.block_on(handle).unwrap();
         }

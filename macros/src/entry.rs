@@ -35,6 +35,8 @@ impl Kind {
 #[derive(Default)]
 struct Config {
     worker_threads: Option<usize>,
+    /// `console = "addr"`: the runtime serves its console there.
+    console: Option<syn::LitStr>,
 }
 
 /// Expands `#[csp::main]` or `#[csp::test]` with arguments `args` on `item`.
@@ -89,44 +91,75 @@ fn with_error(tokens: TokenStream, err: syn::Error) -> TokenStream {
     quote! { #error #tokens }
 }
 
-/// Parses `worker_threads = N` (or nothing), reporting every wrong argument.
+/// Parses `worker_threads = N` and `console = "addr"` (each optional), reporting every
+/// wrong argument.
 fn parse_args(kind: &Kind, args: TokenStream) -> syn::Result<Config> {
-    let expected = format!("{} takes only `worker_threads = N`", kind.attribute());
+    let expected = format!(
+        "{} takes only `worker_threads = N` and `console = \"addr\"`",
+        kind.attribute()
+    );
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated
         .parse2(args)
         .map_err(|err| syn::Error::new(err.span(), format!("{err}: {expected}")))?;
     let mut config = Config::default();
     let mut errors = Errors::default();
     for meta in metas {
-        if !meta.path().is_ident("worker_threads") {
-            let path = meta.path();
+        let path = meta.path();
+        let known = ["worker_threads", "console"]
+            .into_iter()
+            .find(|name| path.is_ident(name));
+        let Some(name) = known else {
             let name: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
             errors.push(syn::Error::new_spanned(
                 path,
                 format!("unknown argument `{}`: {expected}", name.join("::")),
             ));
             continue;
-        }
+        };
         let Meta::NameValue(arg) = meta else {
-            errors.push(syn::Error::new_spanned(
-                meta,
-                "expected `worker_threads = N`, with N an integer >= 1",
-            ));
+            let form = match name {
+                "console" => "expected `console = \"addr\"`, e.g. `console = \"127.0.0.1:6669\"`",
+                _ => "expected `worker_threads = N`, with N an integer >= 1",
+            };
+            errors.push(syn::Error::new_spanned(meta, form));
             continue;
         };
-        if config.worker_threads.is_some() {
+        let given_twice = match name {
+            "console" => config.console.is_some(),
+            _ => config.worker_threads.is_some(),
+        };
+        if given_twice {
             errors.push(syn::Error::new_spanned(
                 arg.path,
-                "`worker_threads` is given twice",
+                format!("`{name}` is given twice"),
             ));
             continue;
         }
-        match worker_threads(&arg.value) {
-            Ok(n) => config.worker_threads = Some(n),
-            Err(err) => errors.push(err),
+        let parsed = match name {
+            "console" => console(&arg.value).map(|addr| config.console = Some(addr)),
+            _ => worker_threads(&arg.value).map(|n| config.worker_threads = Some(n)),
+        };
+        if let Err(err) = parsed {
+            errors.push(err);
         }
     }
     errors.or(config)
+}
+
+/// The value of `console = "addr"`: a string literal, checked as an address when the
+/// runtime is built (it may name a host).
+fn console(value: &Expr) -> syn::Result<syn::LitStr> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(addr),
+            ..
+        }) if !addr.value().is_empty() => Ok(addr.clone()),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            "`console` takes the address to serve on as a string, e.g. \
+             `console = \"127.0.0.1:6669\"`",
+        )),
+    }
 }
 
 /// The value of `worker_threads = N`: an integer literal >= 1.
@@ -228,10 +261,12 @@ fn entry_point(kind: &Kind, config: &Config, function: ItemFn) -> TokenStream {
         let n = Literal::usize_unsuffixed(n);
         quote!(.worker_threads(#n))
     });
+    let console = config.console.as_ref().map(|addr| quote!(.console(#addr)));
     let failed = format!("csp: {} could not start its runtime", kind.attribute());
     let runtime = quote! {
         ::csp::Builder::new()
             #threads
+            #console
             .deadlock_detection(true)
             .build()
             .expect(#failed)

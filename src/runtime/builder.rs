@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::loom::thread;
 use crate::runtime::deadlock_monitor::{self, DeadlockHook};
 use crate::runtime::hooks::ThreadHooks;
-use crate::runtime::{Handle, Runtime, Shared, default, worker};
+use crate::runtime::{Handle, Runtime, Shared, default, services, sysmon, worker};
 
 /// Configures a [`Runtime`]: worker count, thread names, deadlock detection.
 ///
@@ -27,6 +27,7 @@ pub struct Builder {
     deadlock_grace: Duration,
     on_deadlock: Option<DeadlockHook>,
     hooks: ThreadHooks,
+    console: Option<String>,
 }
 
 impl Default for Builder {
@@ -51,6 +52,7 @@ impl Builder {
             deadlock_grace: Duration::from_secs(1),
             on_deadlock: None,
             hooks: ThreadHooks::default(),
+            console: None,
         }
     }
 
@@ -344,6 +346,8 @@ impl Builder {
             },
             threads: Vec::with_capacity(workers),
             monitor: None,
+            services: Vec::new(),
+            sysmon: None,
         };
         for (index, queue) in queues.into_iter().enumerate() {
             let shared = shared.clone();
@@ -368,7 +372,57 @@ impl Builder {
             let _ = runtime.handle.shared.monitor.set(monitor.thread().clone());
             runtime.monitor = Some(monitor);
         }
+        if workers >= 2 && crate::loom::asymmetric::available() {
+            let shared = shared.clone();
+            let sysmon = std::thread::Builder::new()
+                .name(format!("{}-watchdog", self.thread_name))
+                .spawn(move || sysmon::run(shared))?;
+            let _ = runtime.handle.shared.sysmon.set(sysmon.thread().clone());
+            runtime.sysmon = Some(sysmon);
+        }
+        #[cfg(feature = "console")]
+        services::runtime_built(&runtime.handle.shared);
+        match (&self.console, services::console_from_env()) {
+            (Some(addr), _) => {
+                let console = services::start_console(&runtime.handle, addr)?;
+                runtime.services.push(console);
+            }
+            (None, Some(addr)) => match services::start_console(&runtime.handle, &addr) {
+                Ok(console) => runtime.services.push(console),
+                Err(err) => eprintln!("csp: CSP_CONSOLE={addr}: no console: {err}"),
+            },
+            (None, None) => {}
+        }
         Ok(runtime)
+    }
+
+    /// Serves the console on `addr` (e.g. `"127.0.0.1:6669"`; port 0 picks a free one)
+    /// once the runtime is built: a page, from a thread of its own, that shows the
+    /// running program (its processes, the wait graph, plots of its counters, warnings),
+    /// with `/api/processes` (JSON), `/api/graph.dot`, `/api/graph.svg` and `/metrics`
+    /// (Prometheus). It prints the address it serves on to standard error, and stops
+    /// when the runtime drops. The environment variable `CSP_CONSOLE=addr` turns it on
+    /// for a program built with the feature without a change to its code; an address
+    /// given here wins.
+    ///
+    /// The page shows program data (spawn sites, what each process waits on): serve it
+    /// on a loopback address unless you mean to show it to your network.
+    ///
+    /// Needs the `console` feature; without it, [`build`](Self::build) fails with
+    /// `Unsupported`, saying so. With it, `build` fails if `addr` cannot be bound
+    /// (while a console asked for by `CSP_CONSOLE` that cannot bind only says so on
+    /// standard error, since every runtime of the program reads the variable).
+    ///
+    /// ```
+    /// let rt = csp::Runtime::builder().console("127.0.0.1:0").build();
+    /// # #[cfg(feature = "console")]
+    /// # { drop(rt.unwrap()); }
+    /// # #[cfg(not(feature = "console"))]
+    /// # assert_eq!(rt.unwrap_err().kind(), std::io::ErrorKind::Unsupported);
+    /// ```
+    pub fn console(&mut self, addr: impl Into<String>) -> &mut Self {
+        self.console = Some(addr.into());
+        self
     }
 
     /// Starts the process-wide default runtime (the one the free [`spawn`](crate::spawn)

@@ -139,6 +139,21 @@ impl Handle {
         self.shared.processes()
     }
 
+    /// The address the runtime's console serves on ([`Builder::console`] or
+    /// `CSP_CONSOLE`, feature `console`), or `None` if it serves none.
+    ///
+    /// [`Builder::console`]: crate::Builder::console
+    ///
+    /// ```
+    /// let rt = csp::Runtime::builder().worker_threads(1).build().unwrap();
+    /// # if std::env::var_os("CSP_CONSOLE").is_none() {
+    /// assert_eq!(rt.handle().console_addr(), None);
+    /// # }
+    /// ```
+    pub fn console_addr(&self) -> Option<std::net::SocketAddr> {
+        self.shared.console_addr()
+    }
+
     /// Who waits on what, as [Graphviz](https://graphviz.org) DOT text: the runtime's
     /// live processes and the channels they wait on as nodes, each wait an edge from the
     /// waiter, labelled with what it waits for.

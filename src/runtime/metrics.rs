@@ -42,6 +42,10 @@ pub struct Metrics {
     /// have been polled, `after` channels that have not fired and `tick` channels, each
     /// with a live receiver.
     pub timers_armed: u64,
+    /// Times the runtime moved the processes a worker held (its handoff slot, those a
+    /// poll pushed out of it, its resting process) off that worker because a poll had
+    /// held it past 2 ms, so that another worker runs them.
+    pub takeovers: u64,
 }
 
 /// One worker's counters. Only that worker writes them (spawns from outside any worker
@@ -53,6 +57,10 @@ pub(crate) struct WorkerCounters {
     pub(crate) steals: AtomicU64,
     pub(crate) handoffs: AtomicU64,
     pub(crate) parks: AtomicU64,
+    /// The id of the process this worker is polling, 0 between polls: the console
+    /// samples it to time polls (feature `console`).
+    #[cfg(feature = "console")]
+    pub(crate) polling: AtomicU64,
 }
 
 /// Adds one to a counter that only the calling thread writes.

@@ -35,6 +35,7 @@ mod default;
 pub(crate) mod driver;
 pub(crate) mod groups;
 mod handle;
+pub(crate) mod held;
 mod hooks;
 mod idle;
 mod info;
@@ -47,8 +48,10 @@ mod queue_age;
 mod registry;
 #[allow(clippy::module_inception)] // the file is named after the concept it holds
 mod runtime;
+pub(crate) mod services;
 mod shared;
 mod spawn;
+pub(crate) mod sysmon;
 pub(crate) mod timer;
 #[cfg(feature = "tokio")]
 mod tokio_context;

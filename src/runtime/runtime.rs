@@ -4,6 +4,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::loom::thread::JoinHandle as ThreadHandle;
+use crate::runtime::services::Service;
 use crate::runtime::{Builder, Handle, Metrics, ProcessInfo, block_on, context};
 use crate::tuning::MONITOR_EXIT_POLL;
 use crate::wait::JoinHandle;
@@ -32,6 +33,10 @@ pub struct Runtime {
     pub(crate) threads: Vec<ThreadHandle<()>>,
     /// The deadlock monitor's thread (`deadlock_monitor.rs`), if one runs.
     pub(crate) monitor: Option<std::thread::JoinHandle<()>>,
+    /// Services started beside the workers (`services.rs`): stopped first at shutdown.
+    pub(crate) services: Vec<Service>,
+    /// The watchdog's thread (`sysmon.rs`), if one runs.
+    pub(crate) sysmon: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Runtime {
@@ -127,6 +132,20 @@ impl Runtime {
         self.handle.shared.processes()
     }
 
+    /// The address the runtime's console serves on, as
+    /// [`Handle::console_addr`](crate::Handle::console_addr).
+    ///
+    /// ```
+    /// # #[cfg(feature = "console")] {
+    /// let rt = csp::Runtime::builder().console("127.0.0.1:0").build().unwrap();
+    /// let addr = rt.console_addr().unwrap();
+    /// assert!(addr.ip().is_loopback() && addr.port() != 0);
+    /// # }
+    /// ```
+    pub fn console_addr(&self) -> Option<std::net::SocketAddr> {
+        self.handle.shared.console_addr()
+    }
+
     /// Who waits on what, as Graphviz DOT text: see
     /// [`Handle::wait_graph`](crate::Handle::wait_graph).
     ///
@@ -155,11 +174,21 @@ impl Runtime {
     }
 
     fn shutdown(&mut self, deadline: Option<Instant>) {
+        // The console first: it would show the shutdown half done.
+        drop(std::mem::take(&mut self.services));
         let shared = &self.handle.shared;
         if !shared.begin_shutdown() {
             return;
         }
         shared.registry().close_and_shutdown_all();
+        shared.wake_sysmon();
+        if let Some(sysmon) = self.sysmon.take() {
+            // It returns at its next look, which the unpark above brings at once; not
+            // when this is it (it never drops a runtime, but a process's drop may).
+            if sysmon.thread().id() != std::thread::current().id() {
+                let _ = sysmon.join();
+            }
+        }
         if let Some(monitor) = self.monitor.take() {
             // Unparked by `begin_shutdown`, it returns at once, unless its hook is
             // running: then `shutdown_timeout` waits for it until its deadline, and

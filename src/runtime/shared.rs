@@ -12,6 +12,7 @@ use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::runtime::blocking::{BlockingPool, BlockingTask};
 #[cfg(all(feature = "io", not(loom)))]
 use crate::runtime::driver::Driver;
+use crate::runtime::held::Held;
 use crate::runtime::hooks::ThreadHooks;
 use crate::runtime::idle::Idle;
 use crate::runtime::latch::Latch;
@@ -24,6 +25,7 @@ use crate::runtime::worker::Local;
 use crate::runtime::{Handle, ProcessInfo, ProcessState, context};
 use crate::task::state::Shutdown;
 use crate::task::{self, NewTask, Notified, RawTask, Schedule, Scheduler};
+use crate::tuning::DISPLACED_BATCH;
 use crate::wait::JoinHandle;
 use crate::wait::WaitOn;
 
@@ -35,6 +37,14 @@ pub(crate) struct Shared {
     /// How long each worker's queue has held work (thieves wait a grace).
     queue_ages: QueueAges,
     counters: Box<[CachePadded<WorkerCounters>]>,
+    /// Each worker's held processes and the gate to them (`held.rs`).
+    held: Box<[CachePadded<Held>]>,
+    /// Times the watchdog took over a long poll's held processes (`sysmon.rs`).
+    pub(super) takeovers: AtomicU64,
+    /// The watchdog's thread, if one runs (`sysmon.rs`).
+    pub(super) sysmon: std::sync::OnceLock<std::thread::Thread>,
+    /// The watchdog sleeps until a worker wakes up (`sysmon_sleep`).
+    sysmon_asleep: AtomicBool,
     /// Spawns from outside this runtime's workers.
     remote_spawned: AtomicU64,
     idle: Idle,
@@ -53,6 +63,8 @@ pub(crate) struct Shared {
     hooks: ThreadHooks,
     /// The deadlock monitor's thread, unparked at shutdown (`deadlock_monitor.rs`).
     pub(super) monitor: std::sync::OnceLock<std::thread::Thread>,
+    /// The address the console serves on, once it does (`services.rs`).
+    console_addr: std::sync::OnceLock<std::net::SocketAddr>,
     /// The I/O driver, made when the first source registers: a runtime that never
     /// touches a socket keeps no poll, no file descriptor for it.
     #[cfg(all(feature = "io", not(loom)))]
@@ -111,6 +123,12 @@ impl Shared {
             stealers: stealers.into_boxed_slice(),
             queue_ages: QueueAges::new(workers),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
+            held: (0..workers)
+                .map(|_| CachePadded::new(Held::new(DISPLACED_BATCH)))
+                .collect(),
+            takeovers: AtomicU64::new(0),
+            sysmon: std::sync::OnceLock::new(),
+            sysmon_asleep: AtomicBool::new(false),
             remote_spawned: AtomicU64::new(0),
             idle: Idle::new(workers),
             registry: Registry::new(workers),
@@ -122,6 +140,7 @@ impl Shared {
             main_futures: AtomicUsize::new(0),
             hooks,
             monitor: std::sync::OnceLock::new(),
+            console_addr: std::sync::OnceLock::new(),
             #[cfg(all(feature = "io", not(loom)))]
             io: std::sync::OnceLock::new(),
         });
@@ -202,6 +221,41 @@ impl Shared {
 
     pub(crate) fn counters(&self, worker: usize) -> &WorkerCounters {
         &self.counters[worker]
+    }
+
+    /// Worker `worker`'s held processes (`held.rs`).
+    pub(crate) fn held(&self, worker: usize) -> &Held {
+        &self.held[worker]
+    }
+
+    /// The watchdog, finding every worker asleep, sleeps until one wakes up
+    /// ([`worker_awake`](Self::worker_awake)) or the runtime shuts down.
+    pub(crate) fn sysmon_sleep(&self) {
+        // SeqCst, here and in the load below, against `worker_awake`'s: either this
+        // sees the worker awake, or that sees this asleep (and unparks it; an unpark
+        // before the park is kept by the thread's token).
+        self.sysmon_asleep.store(true, Ordering::SeqCst);
+        if self.idle.all_asleep() && !self.is_shutdown() {
+            std::thread::park();
+        }
+        self.sysmon_asleep.store(false, Ordering::SeqCst);
+    }
+
+    /// A worker woke up from a park: the watchdog, if it sleeps, looks again.
+    #[inline]
+    pub(crate) fn worker_awake(&self) {
+        // SeqCst: see `sysmon_sleep`. After `Idle::finish_park`'s SeqCst decrement.
+        if self.sysmon_asleep.load(Ordering::SeqCst) {
+            self.wake_sysmon();
+        }
+    }
+
+    /// Unparks the watchdog's thread (asleep, or at shutdown).
+    #[cold]
+    pub(crate) fn wake_sysmon(&self) {
+        if let Some(sysmon) = self.sysmon.get() {
+            sysmon.unpark();
+        }
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {
@@ -292,7 +346,7 @@ impl Shared {
         this.push_remote(entry);
     }
 
-    fn push_remote(&self, entry: Notified) {
+    pub(crate) fn push_remote(&self, entry: Notified) {
         self.injector.push(entry);
         // Includes a SeqCst fence, which orders the push before the shutdown check.
         self.idle.notify_work();
@@ -425,6 +479,17 @@ impl Shared {
         self.workers_running.wait(deadline)
     }
 
+    /// Records the address the console serves on (once).
+    #[cfg_attr(not(feature = "console"), allow(dead_code))]
+    pub(crate) fn set_console_addr(&self, addr: std::net::SocketAddr) {
+        let _ = self.console_addr.set(addr);
+    }
+
+    /// The address the console serves on, if it does.
+    pub(crate) fn console_addr(&self) -> Option<std::net::SocketAddr> {
+        self.console_addr.get().copied()
+    }
+
     pub(crate) fn metrics(&self) -> Metrics {
         let mut m = Metrics {
             workers: self.workers(),
@@ -432,6 +497,8 @@ impl Shared {
             // Relaxed: a counter, read only for metrics.
             spawned: self.remote_spawned.load(Ordering::Relaxed),
             timers_armed: self.timers.len() as u64,
+            // Relaxed: a counter, read only for metrics.
+            takeovers: self.takeovers.load(Ordering::Relaxed),
             ..Metrics::default()
         };
         metrics::sum_into(&mut m, &self.counters);

@@ -58,11 +58,14 @@
 //! The handoff slot is filled only while this worker polls a process, and is emptied by
 //! step 2 right after that poll returns, so it never holds a process while the worker
 //! parks. A process can wait in the slot only for the rest of the poll that woke it; a
-//! poll that blocks its thread for long delays that one process (it cannot be stolen
-//! from the slot), as tokio's LIFO slot does, and the fewer than [`DISPLACED_BATCH`]
-//! processes it pushed out of the slot. DESIGN.md asks for the slot to be flushed when a
-//! poll runs long; that is not done (it needs a check of the clock or a watcher thread
-//! on the handoff's path), and the crate docs tell users of the limit.
+//! poll that blocks its thread would keep it there, with the processes it pushed out of
+//! the slot and the resting one, none stealable. So the three slots live in the
+//! runtime's shared state (`held.rs`), where the watchdog (`sysmon.rs`) takes them over
+//! once a poll has run past [`LONG_POLL_TAKEOVER`](crate::tuning::LONG_POLL_TAKEOVER):
+//! the worker passes a gate that costs no atomic read-modify-write and no fence when
+//! its poll's own code wakes a process into them, and the watchdog pays for the
+//! agreement with a heavy fence, rarely. tokio's LIFO slot cannot be stolen; Go's
+//! runnext can.
 //!
 //! Holding those back is what keeps message passing between processes on one worker
 //! when it pays: a receiver that drains a buffer wakes one waiting sender per message
@@ -80,7 +83,7 @@
 //! nothing and keeps the slot. Values are counted on the thread
 //! (`context::count_buffered`, one increment per buffered send), not timed.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
@@ -91,6 +94,7 @@ use crate::loom::spin_loop;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::Ordering;
 use crate::loom::thread;
+use crate::runtime::held::Held;
 use crate::runtime::metrics::{WorkerCounters, bump};
 use crate::runtime::queue::{LocalQueue, Steal};
 use crate::runtime::timer::timers::ParkTimeout;
@@ -117,20 +121,15 @@ pub(crate) struct Local {
     /// This worker's counters in `shared`, reached without indexing on every poll.
     counters: NonNull<WorkerCounters>,
     queue: LocalQueue,
-    /// The handoff slot (module docs).
-    handoff: Cell<Option<Next>>,
+    /// The handoff slot, the processes a poll pushed out of it and the resting process
+    /// (module docs), in `shared`, where the watchdog can take them over from a long
+    /// poll (`held.rs`). Reached without indexing, as `counters` is.
+    held: NonNull<Held>,
     /// Processes run from the slot in a row.
     handoff_streak: Cell<u32>,
     /// The thread's count of buffered values (`context::buffered`) when the slot was
     /// last filled.
     handoff_filled_at: Cell<u32>,
-    /// The resting slot: the process whose poll last returned `Pending`, still
-    /// `Running` (module docs).
-    resting: Cell<Option<Resting>>,
-    /// Processes the current poll pushed out of the slot, not yet in the queue (module
-    /// docs), or a future's drop the worker ran as a poll (`finish_unslept`); empty
-    /// between polls. Its capacity is reserved once.
-    displaced: RefCell<Vec<Notified>>,
     /// Scheduling ticks left until the periodic injector check.
     tick: Cell<u32>,
     /// This worker counts in `Idle`'s searching count. Never while the handoff slot is
@@ -166,9 +165,18 @@ impl Next {
         }
     }
 
+    /// The process.
+    #[cfg(feature = "console")]
+    fn raw(&self) -> crate::task::RawTask {
+        match self {
+            Next::Queued(entry) => entry.raw(),
+            Next::Handed(handed) => handed.raw(),
+        }
+    }
+
     /// As a run queue entry, for a process leaving the handoff slot unpolled.
     #[inline]
-    fn into_queued(self) -> Notified {
+    pub(crate) fn into_queued(self) -> Notified {
         match self {
             Next::Queued(entry) => entry,
             Next::Handed(handed) => handed.into_queued(),
@@ -253,14 +261,12 @@ impl Local {
         Local {
             index,
             counters: NonNull::from(shared.counters(index)),
+            held: NonNull::from(shared.held(index)),
             runtime_id: shared.id(),
             shared,
             queue,
-            handoff: Cell::new(None),
             handoff_streak: Cell::new(0),
             handoff_filled_at: Cell::new(0),
-            resting: Cell::new(None),
-            displaced: RefCell::new(Vec::with_capacity(DISPLACED_BATCH)),
             tick: Cell::new(GLOBAL_QUEUE_INTERVAL),
             searching: Cell::new(false),
             // Any odd, index-dependent seed: victims need only differ between workers.
@@ -284,6 +290,13 @@ impl Local {
     /// True if this worker belongs to `shared`'s runtime.
     pub(crate) fn belongs_to(&self, shared: &Shared) -> bool {
         std::ptr::eq(&*self.shared, shared)
+    }
+
+    /// This worker's held processes and their gate (`held.rs`).
+    #[inline(always)]
+    fn held(&self) -> &Held {
+        // SAFETY: it points into `self.shared`, which `self` keeps alive.
+        unsafe { self.held.as_ref() }
     }
 
     #[inline]
@@ -315,18 +328,29 @@ impl Local {
     /// this worker, `Shared::wake`).
     #[inline(always)]
     pub(crate) fn take_resting(&self, task: RawTask) -> Option<Resting> {
-        let resting = self.resting.take()?;
-        if resting.raw() == task {
-            return Some(resting);
-        }
-        self.resting.set(Some(resting));
-        None
+        let held = self.held();
+        let gate = held.enter();
+        let resting = if gate.is_open() {
+            // SAFETY: this worker's slots, behind an open gate.
+            unsafe {
+                held.with_slots(|slots| match &slots.resting {
+                    Some(resting) if resting.raw() == task => slots.resting.take(),
+                    _ => None,
+                })
+            }
+        } else {
+            // Taken over: the wake goes by the state word, as one from another thread.
+            None
+        };
+        held.leave(gate);
+        resting
     }
 
     /// Puts the resting process to sleep, if there is one: true if there was.
     #[inline]
     fn put_resting_to_sleep(&self) -> bool {
-        match self.resting.take() {
+        // SAFETY: this worker's slots, between polls.
+        match unsafe { self.held().with_slots(|slots| slots.resting.take()) } {
             Some(resting) => {
                 self.sleep(resting);
                 true
@@ -365,10 +389,28 @@ impl Local {
 
     #[inline(always)]
     fn fill_handoff(&self, next: Next) {
+        let held = self.held();
+        let gate = held.enter();
+        if !gate.is_open() {
+            held.leave(gate);
+            self.taken_over(next);
+            return;
+        }
         self.handoff_filled_at.set(context::buffered());
-        if let Some(previous) = self.handoff.replace(Some(next)) {
+        // SAFETY: this worker's slots, behind an open gate (or between polls).
+        let previous = unsafe { held.with_slots(|slots| slots.handoff.replace(next)) };
+        if let Some(previous) = previous {
             self.displace(previous.into_queued());
         }
+        held.leave(gate);
+    }
+
+    /// A process woken into the slot while the watchdog holds it (`held.rs`): to the
+    /// injector, where any worker finds it.
+    #[cold]
+    #[inline(never)]
+    fn taken_over(&self, next: Next) {
+        self.shared.push_remote(next.into_queued());
     }
 
     /// A process woken during its own poll: to the back of the queue, never the slot;
@@ -461,13 +503,26 @@ impl Local {
     fn poll(&self, entry: Next) {
         debug_assert!(!self.searching.get());
         bump(&self.counters().polls);
+        // Relaxed: the console samples it from its own thread, for a figure.
+        #[cfg(feature = "console")]
+        self.counters()
+            .polling
+            .store(entry.raw().id(), Ordering::Relaxed);
+        self.held().begin_poll();
         let rested = {
             let _polling = context::polling(self.runtime_id);
             entry.run()
         };
+        self.held().end_poll();
+        #[cfg(feature = "console")]
+        self.counters().polling.store(0, Ordering::Relaxed);
         // The process resting before this poll, unless the poll woke it, waited long
         // enough: it goes to sleep, and the one this poll left takes its place.
-        let previous = self.resting.replace(rested);
+        // SAFETY: this worker's slots, between polls.
+        let previous = unsafe {
+            self.held()
+                .with_slots(|slots| std::mem::replace(&mut slots.resting, rested))
+        };
         if let Some(previous) = previous {
             self.sleep(previous);
         }
@@ -478,10 +533,13 @@ impl Local {
     /// (module docs); publishes the batch once it is full.
     #[inline(never)]
     fn displace(&self, entry: Notified) {
-        let full = {
-            let mut displaced = self.displaced.borrow_mut();
-            displaced.push(entry);
-            displaced.len() >= DISPLACED_BATCH
+        // SAFETY: this worker's slots, behind the open gate of `fill_handoff` (or
+        // between polls).
+        let full = unsafe {
+            self.held().with_slots(|slots| {
+                slots.displaced.push(entry);
+                slots.displaced.len() >= DISPLACED_BATCH
+            })
         };
         if full {
             self.publish_displaced_now();
@@ -493,22 +551,23 @@ impl Local {
     #[inline]
     fn publish_displaced(&self) {
         // Most polls push nobody out of the slot: a test, inline, of the length alone.
-        // SAFETY: a read while nothing borrows the cell mutably: its only mutable
-        // borrows, in `displace` and `publish_displaced_now`, end before they return,
-        // `Local` stays on its thread, and neither is running now (this is called
-        // between polls, by the worker loop).
-        if !unsafe { &*self.displaced.as_ptr() }.is_empty() {
+        // SAFETY: this worker's slots, between polls.
+        if !unsafe { self.held().with_slots(|slots| slots.displaced.is_empty()) } {
             self.publish_displaced_now();
         }
     }
 
     #[inline(never)]
     fn publish_displaced_now(&self) {
-        let mut displaced = self.displaced.borrow_mut();
-        for entry in displaced.drain(..) {
-            self.enqueue(entry);
+        // SAFETY: this worker's slots, between polls or behind the open gate of
+        // `fill_handoff`; `enqueue` does not touch them.
+        unsafe {
+            self.held().with_slots(|slots| {
+                for entry in slots.displaced.drain(..) {
+                    self.enqueue(entry);
+                }
+            });
         }
-        drop(displaced);
         self.shared.idle().notify_fresh();
     }
 
@@ -530,7 +589,8 @@ impl Local {
                 return Some(entry.into());
             }
         }
-        if let Some(entry) = self.handoff.take() {
+        // SAFETY: this worker's slots, between polls.
+        if let Some(entry) = unsafe { self.held().with_slots(|slots| slots.handoff.take()) } {
             // A full slot means a poll since the last search.
             debug_assert!(!self.searching.get());
             let streak = self.handoff_streak.get();
@@ -775,6 +835,7 @@ impl Local {
             idle.stop_watching();
         }
         idle.finish_park();
+        self.shared.worker_awake();
         // Woken for new work: go and find it as a searcher.
         if idle.try_start_searching() {
             self.searching.set(true);
@@ -801,7 +862,8 @@ impl Local {
         let _polling = context::polling(self.runtime_id);
         loop {
             let mut drained = self.put_resting_to_sleep();
-            if let Some(next) = self.handoff.take() {
+            // SAFETY: this worker's slots, between polls.
+            if let Some(next) = unsafe { self.held().with_slots(|slots| slots.handoff.take()) } {
                 next.into_queued().discard();
                 drained = true;
             }

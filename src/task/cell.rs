@@ -24,6 +24,8 @@ pub(crate) enum Stage<F: Future> {
 pub(crate) struct Cell<F: Future> {
     pub(crate) header: Header,
     pub(crate) links: UnsafeCell<Links>,
+    #[cfg(feature = "console")]
+    pub(crate) stats: crate::task::stats::ProcessStats,
     /// Owned by whoever the state word says (state.rs): the `Running` owner while the
     /// future lives, then the `JoinHandle` or the completer.
     pub(crate) stage: UnsafeCell<Stage<F>>,
@@ -50,17 +52,21 @@ impl<F: Future> Cell<F> {
                 wait: AtomicU64::new(0),
             },
             links: UnsafeCell::new(Links::default()),
+            #[cfg(feature = "console")]
+            stats: Default::default(),
             stage: UnsafeCell::new(Stage::Running(future)),
         });
         NonNull::from(Box::leak(cell)).cast()
     }
 }
 
-// `Cell<F>` must begin like `Prefix` for `Header::links` to be right.
+// `Cell<F>` must begin like `Prefix` for `Header::links` (and `Header::stats`) to be right.
 #[cfg(not(loom))]
 const _: () = {
     use crate::task::header::Prefix;
     type Probe = Cell<std::future::Ready<()>>;
     assert!(std::mem::offset_of!(Probe, header) == std::mem::offset_of!(Prefix, header));
     assert!(std::mem::offset_of!(Probe, links) == std::mem::offset_of!(Prefix, links));
+    #[cfg(feature = "console")]
+    assert!(std::mem::offset_of!(Probe, stats) == std::mem::offset_of!(Prefix, stats));
 };

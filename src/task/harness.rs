@@ -42,6 +42,12 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
         unsafe { self.cell.as_ref() }
     }
 
+    /// The console's figures of this process.
+    #[cfg(feature = "console")]
+    fn stats(&self) -> &crate::task::stats::ProcessStats {
+        &self.cell().stats
+    }
+
     fn raw(&self) -> RawTask {
         // SAFETY: as in `cell`.
         unsafe { RawTask::from_raw(self.cell.cast()) }
@@ -86,6 +92,8 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
             ToRunning::Cancel => unsafe { self.cancel() },
             // SAFETY: as above.
             ToRunning::Poll => {
+                #[cfg(feature = "console")]
+                self.stats().note_poll();
                 // SAFETY: as above.
                 let (polled, lent) = unsafe { self.poll_future() };
                 poll_ref = lent;
@@ -124,6 +132,8 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
             // Nothing follows (and callers skip the call).
             ToIdle::Slept => return,
             ToIdle::Requeue => {
+                #[cfg(feature = "console")]
+                self.stats().note_requeue();
                 let scheduler = self.cell().header.scheduler.as_ptr();
                 // SAFETY: the transition left the poller one reference for the re-queued
                 // entry.

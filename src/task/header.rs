@@ -10,6 +10,8 @@ use crate::loom::sync::atomic::AtomicU64;
 use crate::task::raw::Vtable;
 use crate::task::scheduler::SchedulerRef;
 use crate::task::state::State;
+#[cfg(feature = "console")]
+use crate::task::stats::ProcessStats;
 
 /// What every process allocation starts with. Wakers, run queue entries and the registry
 /// point here; the vtable knows the rest of the allocation's layout.
@@ -51,6 +53,9 @@ pub(crate) struct Links {
 pub(crate) struct Prefix {
     pub(crate) header: Header,
     pub(crate) links: UnsafeCell<Links>,
+    /// The console's figures (`stats.rs`), with the feature only.
+    #[cfg(feature = "console")]
+    pub(crate) stats: ProcessStats,
 }
 
 impl Header {
@@ -63,6 +68,16 @@ impl Header {
         // of `Prefix` in the same `repr(C)` order; the caller keeps it alive.
         unsafe { &(*this.cast::<Prefix>().as_ptr()).links }
     }
+
+    /// The console's figures of the process whose header `this` points to.
+    ///
+    /// # Safety
+    /// `this` must point to a live process allocation.
+    #[cfg(feature = "console")]
+    pub(crate) unsafe fn stats<'a>(this: NonNull<Header>) -> &'a ProcessStats {
+        // SAFETY: as in `links`: `Cell<F>` starts with `Prefix`'s fields, in order.
+        unsafe { &(*this.cast::<Prefix>().as_ptr()).stats }
+    }
 }
 
 // The header is one cache line of 64 bytes, the links 16 more (see the README's
@@ -70,5 +85,8 @@ impl Header {
 #[cfg(all(not(loom), target_pointer_width = "64"))]
 const _: () = {
     assert!(std::mem::size_of::<Header>() == 64);
+    #[cfg(not(feature = "console"))]
     assert!(std::mem::size_of::<Prefix>() == 80);
+    #[cfg(feature = "console")]
+    assert!(std::mem::size_of::<Prefix>() == 96);
 };

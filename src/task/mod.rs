@@ -2,7 +2,8 @@
 //! the future (later its output).
 //!
 //! - `state.rs`: the state word and every transition of it (start reading here);
-//! - `header.rs`, `cell.rs`: the allocation's layout;
+//! - `header.rs`, `cell.rs`: the allocation's layout; `stats.rs`: the console's
+//!   per-process figures (feature `console`);
 //! - `raw.rs`: the type-erased vtable, pointers and run queue entries;
 //! - `harness.rs`: poll, cancel, complete, read the output;
 //! - `loan.rs`: the poll's reference, lent to the first reference the poll takes to its
@@ -28,6 +29,8 @@ mod process_state;
 pub(crate) mod raw;
 mod scheduler;
 pub(crate) mod state;
+#[cfg(feature = "console")]
+pub(crate) mod stats;
 pub(crate) mod waker;
 
 use std::future::Future;

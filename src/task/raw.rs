@@ -108,6 +108,14 @@ impl RawTask {
         self.header().id
     }
 
+    /// The console's figures of the process (feature `console`).
+    #[cfg(feature = "console")]
+    pub(crate) fn stats<'a>(self) -> &'a crate::task::stats::ProcessStats {
+        // SAFETY: whoever copied this pointer holds a reference (type invariant), so the
+        // allocation is live.
+        unsafe { Header::stats(self.ptr) }
+    }
+
     /// The id of the runtime the process belongs to.
     pub(crate) fn runtime_id(self) -> u64 {
         // SAFETY: the caller's reference keeps the process live (type invariant).
@@ -339,6 +347,12 @@ impl Notified {
         Notified(raw)
     }
 
+    /// The process (for the console's poll sampling, feature `console`).
+    #[cfg(feature = "console")]
+    pub(crate) fn raw(&self) -> RawTask {
+        self.0
+    }
+
     /// Runs one step of the process: poll it, cancel it, or discard the entry if stale.
     pub(crate) fn run(self) {
         let raw = self.0;
@@ -384,6 +398,12 @@ impl Drop for Notified {
 pub(crate) struct Handed(RawTask);
 
 impl Handed {
+    /// The process (for the console's poll sampling, feature `console`).
+    #[cfg(feature = "console")]
+    pub(crate) fn raw(&self) -> RawTask {
+        self.0
+    }
+
     /// Polls the process (or drops its future, if it was cancelled meanwhile); one whose
     /// poll returns `Pending` is returned still `Running` ([`Resting`]).
     #[inline]

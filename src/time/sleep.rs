@@ -11,7 +11,9 @@ use pin_project_lite::pin_project;
 use crate::runtime::Handle;
 use crate::runtime::timer::entry::{Action, Entry};
 use crate::runtime::timer::timers::{Armed, Rewake};
+use crate::wait::WaitOn;
 use crate::wait::claim::Owner;
+use crate::wait::record::record_outside;
 
 /// Waits until `duration` has elapsed.
 ///
@@ -164,7 +166,10 @@ impl Future for Sleep {
             }
             // SAFETY: the entry is pinned and armed in this runtime's wheel.
             match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
-                Rewake::Waiting => return Poll::Pending,
+                Rewake::Waiting => {
+                    record_timer(cx, *this.deadline);
+                    return Poll::Pending;
+                }
                 Rewake::Fired => {
                     *this.done = true;
                     return Poll::Ready(());
@@ -196,6 +201,7 @@ impl Future for Sleep {
                     // and should it panic, `PinnedDrop` must know where to disarm.
                     *this.runtime = Some(runtime);
                     drop(rest);
+                    record_timer(cx, Some(deadline));
                     return Poll::Pending;
                 }
                 Armed::Expired => {
@@ -207,6 +213,16 @@ impl Future for Sleep {
             }
         }
     }
+}
+
+/// Records that the poller waits for a timer due at `deadline` (for dumps and the
+/// console; never a csp-only wait).
+fn record_timer(cx: &Context<'_>, deadline: Option<Instant>) {
+    let millis = deadline.map_or(0, |d| {
+        let left = d.saturating_duration_since(Instant::now()).as_millis();
+        u64::try_from(left).unwrap_or(u64::MAX)
+    });
+    record_outside(cx.waker(), WaitOn::Timer { millis });
 }
 
 impl futures::future::FusedFuture for Sleep {

@@ -7,7 +7,7 @@
 //! | 60..=63 | kind (`WaitOn` variant; 0: nothing recorded)                         |
 //! | 59      | foreign: something outside the runtime may complete the wait         |
 //! | 32..=58 | the runtime's foreign epoch as the recording poll began (low 27 bits, `epoch.rs`) |
-//! | 0..=31  | payload: a channel or process id (dumps show ids past 2^32 truncated), or an alt's channel count |
+//! | 0..=31  | payload: a channel, process or set id (dumps show ids past 2^32 truncated), an alt's channel count, a timer's milliseconds or a file descriptor |
 //!
 //! One poll may record several waits (a future that selects between csp operations):
 //! the last names the wait, and the foreign bit stays set once any of them set it, so a
@@ -31,12 +31,34 @@ use crate::wait::parker::Parker;
 /// ends the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WaitOn {
-    Recv { channel: u64 },
-    Send { channel: u64 },
-    Closed { channel: u64 },
-    Alt { channels: u64 },
-    Join { process: u64 },
-    JoinSet { set: u64 },
+    Recv {
+        channel: u64,
+    },
+    Send {
+        channel: u64,
+    },
+    Closed {
+        channel: u64,
+    },
+    Alt {
+        channels: u64,
+    },
+    Join {
+        process: u64,
+    },
+    JoinSet {
+        set: u64,
+    },
+    /// A `sleep`, `timeout` or `sleep_until` of this many milliseconds (capped at the
+    /// payload's 32 bits): always a wait something outside the channels ends.
+    Timer {
+        millis: u64,
+    },
+    /// A socket's (or another I/O source's) readiness, by its driver registration:
+    /// always a wait something outside the channels ends.
+    Io {
+        token: u64,
+    },
 }
 
 /// A recorded wait, as deadlock detection sees it.
@@ -82,6 +104,8 @@ impl WaitOn {
             WaitOn::Alt { channels } => (4, channels),
             WaitOn::Join { process } => (5, process),
             WaitOn::JoinSet { set } => (6, set),
+            WaitOn::Timer { millis } => (7, millis.min(PAYLOAD)),
+            WaitOn::Io { token } => (8, token),
         };
         (kind << KIND_SHIFT) | (payload & PAYLOAD)
     }
@@ -110,6 +134,8 @@ impl WaitOn {
             4 => WaitOn::Alt { channels: payload },
             5 => WaitOn::Join { process: payload },
             6 => WaitOn::JoinSet { set: payload },
+            7 => WaitOn::Timer { millis: payload },
+            8 => WaitOn::Io { token: payload },
             _ => return None,
         })
     }
@@ -125,6 +151,8 @@ impl fmt::Display for WaitOn {
             WaitOn::Alt { channels } => write!(f, "alt over {channels} channels"),
             WaitOn::Join { process } => write!(f, "join of process #{process}"),
             WaitOn::JoinSet { set } => write!(f, "join_next of JoinSet #{set}"),
+            WaitOn::Timer { millis } => write!(f, "timer of {millis} ms"),
+            WaitOn::Io { token } => write!(f, "I/O readiness (registration #{token})"),
         }
     }
 }
@@ -137,6 +165,29 @@ pub(crate) fn record(waker: &Waker, wait: WaitOn, foreign: bool) {
         record_process(process, wait, foreign);
     } else if let Some(main) = crate::wait::parker::parker_of(waker) {
         record_main(main, wait, foreign);
+    }
+}
+
+/// Records `wait`, one that something outside the channels ends (a timer, a socket),
+/// as what the owner of `waker` waits on, unless its poll has already recorded a csp
+/// wait (`timeout(rx.recv())` still reads as the receive); the word is marked foreign
+/// either way, so deadlock detection never counts the owner as blocked.
+pub(crate) fn record_outside(waker: &Waker, wait: WaitOn) {
+    if let Some(process) = crate::task::waker::process_of(waker) {
+        let slot = &process.header().wait;
+        // Relaxed: as in `record_process`.
+        let old = slot.load(Ordering::Relaxed);
+        let word = match WaitOn::decode(old) {
+            Some(_) => old | FOREIGN,
+            None => restamp(old, wait, true),
+        };
+        slot.store(word, Ordering::Relaxed);
+    } else if let Some(main) = crate::wait::parker::parker_of(waker) {
+        let old = main.wait_word();
+        match WaitOn::decode(old) {
+            Some(_) => main.record(old | FOREIGN),
+            None => record_main(main, wait, true),
+        }
     }
 }
 
@@ -236,6 +287,9 @@ mod tests {
             },
             WaitOn::Alt { channels: 2 },
             WaitOn::Join { process: 9 },
+            WaitOn::JoinSet { set: 3 },
+            WaitOn::Timer { millis: 250 },
+            WaitOn::Io { token: 12 },
         ] {
             assert_eq!(WaitOn::decode(wait.encode(false, 1)), Some(wait));
             assert_eq!(WaitOn::decode(wait.encode(true, 1)), Some(wait));

@@ -12,6 +12,8 @@ use crate::runtime::driver::driver::shut_down_error;
 use crate::runtime::driver::readiness::Direction;
 use crate::runtime::driver::scheduled_io::ScheduledIo;
 use crate::runtime::{Shared, context, default};
+use crate::wait::WaitOn;
+use crate::wait::record::record_outside;
 
 /// One registered source: its state in the driver, and the runtime whose driver it is
 /// (kept alive as long as the source is).
@@ -55,7 +57,7 @@ impl Registration {
         mut op: impl FnMut() -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
         loop {
-            let seen = ready!(self.io.poll_ready(cx, direction));
+            let seen = ready!(self.wait_ready(cx, direction));
             match op() {
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                     if seen.is_shut_down() {
@@ -77,11 +79,30 @@ impl Registration {
         cx: &mut Context<'_>,
         direction: Direction,
     ) -> Poll<io::Result<ReadyGuard<'_>>> {
-        let seen = ready!(self.io.poll_ready(cx, direction));
+        let seen = ready!(self.wait_ready(cx, direction));
         if seen.is_shut_down() {
             return Poll::Ready(Err(shut_down_error()));
         }
         Poll::Ready(Ok(ReadyGuard { io: &self.io, seen }))
+    }
+
+    /// The source's readiness in `direction`; while there is none, the wait is recorded
+    /// for dumps and the console (as one outside the channels, so never a deadlock).
+    fn wait_ready(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+    ) -> Poll<crate::runtime::driver::readiness::Seen> {
+        let polled = self.io.poll_ready(cx, direction);
+        if polled.is_pending() {
+            record_outside(
+                cx.waker(),
+                WaitOn::Io {
+                    token: self.token.0 as u64,
+                },
+            );
+        }
+        polled
     }
 }
 

@@ -491,11 +491,9 @@ fn aborted_resting_racing_walker(joined: bool) -> bool {
     // Its first poll lends its reference to `owner` and rests.
     let entry = local.next_task().expect("the process is queued");
     local.run_task(entry);
-    let resting = local
-        .resting
-        .take()
-        .expect("the process rests on the worker");
-    local.resting.set(Some(resting));
+    // SAFETY: the worker's slots, on its thread, between polls.
+    let rests = unsafe { local.held().with_slots(|slots| slots.resting.is_some()) };
+    assert!(rests, "the process rests on the worker");
     join.abort();
     // The wait lets the lent reference go: the process rests with none of its poller's.
     drop(owner.lock().take());
@@ -588,4 +586,76 @@ fn handed_completion_racing_walker(joined: bool) -> bool {
     );
     drop(local);
     race.overlapped()
+}
+
+/// A poll on a worker wakes a sleeping process into the worker's handoff slot (or, if
+/// the first poll left it resting there, from the resting slot), while the watchdog, on
+/// another thread, takes the worker's held processes over (`held.rs`): it reads the
+/// poll word and, seeing a poll, takes the slots through the gate and puts what they
+/// held on the injector (`sysmon::rehome`). Whichever way the gate goes, the sleeper is
+/// polled exactly twice (never by two threads, never lost), its future is dropped once,
+/// and every reference is released once (loom reports a leaked process's runtime
+/// reference).
+#[test]
+fn loom_long_poll_takeover() {
+    // Executions in which the watchdog took a process over (std's atomic: counted across
+    // executions, outside the model).
+    static TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    TAKEN.store(0, std::sync::atomic::Ordering::Relaxed);
+    loom::model(|| {
+        let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None, Default::default());
+        queues.truncate(1);
+        let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
+        // SAFETY: `local` outlives the guard, on this thread.
+        let guard = unsafe { context::WorkerGuard::new(&local) };
+        let counters = Counters::new();
+        let owner = Arc::new(Mutex::new(None));
+        let sleeper = Shared::spawn(&shared, lender(&counters, &owner, 2), Location::caller());
+        drop(Shared::spawn(
+            &shared,
+            Waking {
+                owners: vec![owner.clone()],
+            },
+            Location::caller(),
+        ));
+
+        let watchdog = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let held = shared.held(0);
+                // A look that finds a poll in progress takes its slots over (the real
+                // watchdog wants two looks at the same poll: time, which loom lacks).
+                for _ in 0..2 {
+                    let word = held.observe();
+                    if let Some(slots) = held.try_take(word) {
+                        if !slots.is_empty() {
+                            TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        crate::runtime::sysmon::rehome(&shared, slots);
+                        return;
+                    }
+                    thread::yield_now();
+                }
+            })
+        };
+        // The sleeper's first poll (it rests, or sleeps), the waking poll, and whatever
+        // is left in the slots, the queue and the injector.
+        drain(&local);
+        watchdog.join().unwrap();
+        drain(&local);
+
+        assert_eq!(counters.polls(), 2, "polled exactly twice");
+        assert_eq!(counters.drops(), 1, "dropped exactly once");
+        assert_eq!(block_on(sleeper).unwrap(), 2);
+        drop(owner.lock().take());
+        drop(guard);
+        local.drain();
+        shared.drain_injector();
+        drop(local);
+        let _ = shared.begin_shutdown();
+    });
+    assert!(
+        TAKEN.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "the model reached a take-over of a held process"
+    );
 }

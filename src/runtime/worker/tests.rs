@@ -132,10 +132,12 @@ impl Rig {
     }
 
     fn is_resting(&self) -> bool {
-        let resting = self.local.resting.take();
-        let some = resting.is_some();
-        self.local.resting.set(resting);
-        some
+        // SAFETY: the worker's slots, on its thread, between polls.
+        unsafe {
+            self.local
+                .held()
+                .with_slots(|slots| slots.resting.is_some())
+        }
     }
 
     fn spawn(&self, future: impl Future<Output = ()> + Send + 'static) {
@@ -207,9 +209,13 @@ fn the_drain_at_exit_drops_a_future_in_the_handoff_slot_marked_as_polling() {
     // shutdown finds it.
     rig.spawn(Wake(rig.owner.clone()));
     rig.run_next();
-    let handed = rig.local.handoff.take();
-    assert!(matches!(handed, Some(super::Next::Handed(_))), "{handed:?}");
-    rig.local.handoff.set(handed);
+    // SAFETY: the worker's slots, on its thread, between polls.
+    let handed = unsafe {
+        rig.local
+            .held()
+            .with_slots(|slots| matches!(slots.handoff, Some(super::Next::Handed(_))))
+    };
+    assert!(handed, "the victim is in the handoff slot");
     assert_eq!(rig.dropped_polling(), None);
     rig.shut_down();
     assert_eq!(rig.dropped_polling(), Some(true));
@@ -225,11 +231,21 @@ fn what_a_future_dropped_between_polls_wakes_is_queued_before_the_next_poll() {
     rig.victim.abort();
     assert!(rig.local.put_resting_to_sleep());
     assert_eq!(rig.dropped_polling(), Some(true));
-    assert!(rig.local.displaced.borrow().is_empty(), "published");
+    // SAFETY: the worker's slots, on its thread, between polls.
+    let published = unsafe {
+        rig.local
+            .held()
+            .with_slots(|slots| slots.displaced.is_empty())
+    };
+    assert!(published, "published");
     assert!(!rig.local.queue.is_empty(), "the first sleeper, queued");
-    let handed = rig.local.handoff.take();
-    assert!(matches!(handed, Some(super::Next::Handed(_))), "{handed:?}");
-    rig.local.handoff.set(handed);
+    // SAFETY: the worker's slots, on its thread, between polls.
+    let handed = unsafe {
+        rig.local
+            .held()
+            .with_slots(|slots| matches!(slots.handoff, Some(super::Next::Handed(_))))
+    };
+    assert!(handed, "the victim is in the handoff slot");
     // Both run, and with them the worker has nothing left.
     rig.run_next();
     rig.run_next();

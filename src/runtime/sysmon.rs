@@ -1,0 +1,104 @@
+//! The watchdog: a thread of the runtime's own that takes the held processes of a
+//! worker stuck in a long poll and puts them where any worker finds them (`held.rs`),
+//! as Go's sysmon takes back a processor from a goroutine stuck in a system call.
+//!
+//! While any worker is awake it looks every [`LONG_POLL_TAKEOVER`]: a worker whose poll
+//! word has been the same, with `OUT` set, since a look at least that long ago has been
+//! in one poll for at least that long, and its slots are taken over. The processes go to the injector, and
+//! one parked worker is woken to run them; a resting process makes its put-off
+//! transition here (re-queued if a wake came meanwhile, its future dropped if it was
+//! cancelled). A poll that goes on running is looked at again a period later: what it
+//! woke meanwhile waits at most that long.
+//!
+//! When every worker is asleep nothing can be stuck in a poll, and the watchdog sleeps
+//! until a worker wakes up (`Shared::worker_awake`): a runtime with nothing to do costs
+//! no wake-ups. Only with two workers or more (a lone worker stuck in a poll has nobody
+//! to hand its processes to), and only where heavy fences work (`loom.rs`).
+
+use std::thread;
+use std::time::Instant;
+
+use crate::loom::sync::Arc;
+use crate::loom::sync::atomic::Ordering;
+use crate::runtime::held::{OUT, Slots};
+use crate::runtime::{Shared, context};
+use crate::tuning::LONG_POLL_TAKEOVER;
+
+/// The watchdog's loop, until the runtime shuts down.
+pub(crate) fn run(shared: Arc<Shared>) {
+    let mut seen: Vec<Seen> = (0..shared.workers()).map(|_| Seen::default()).collect();
+    loop {
+        if shared.is_shutdown() {
+            return;
+        }
+        if shared.idle().all_asleep() {
+            shared.sysmon_sleep();
+            seen.iter_mut().for_each(|s| *s = Seen::default());
+            continue;
+        }
+        thread::park_timeout(LONG_POLL_TAKEOVER);
+        look(&shared, &mut seen, Instant::now());
+    }
+}
+
+/// What the watchdog last saw of a worker: its poll word, and since when.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    word: u64,
+    since: Option<Instant>,
+}
+
+/// One look at every worker's poll word: takes over the slots of a worker that has
+/// been in one poll for [`LONG_POLL_TAKEOVER`] or longer. A poll shorter than that is
+/// never taken over, however the looks fall (a park may end early).
+fn look(shared: &Arc<Shared>, seen: &mut [Seen], now: Instant) {
+    for (index, seen) in seen.iter_mut().enumerate() {
+        let held = shared.held(index);
+        let word = held.observe();
+        if word & OUT == 0 || word != seen.word {
+            *seen = Seen {
+                word,
+                since: Some(now),
+            };
+            continue;
+        }
+        let long = seen
+            .since
+            .is_some_and(|since| now.saturating_duration_since(since) >= LONG_POLL_TAKEOVER);
+        if long {
+            if let Some(slots) = held.try_take(word) {
+                rehome(shared, slots);
+            }
+        }
+    }
+}
+
+/// Puts what a long poll held where any worker finds it.
+pub(crate) fn rehome(shared: &Arc<Shared>, slots: Slots) {
+    if slots.is_empty() {
+        return;
+    }
+    let Slots {
+        handoff,
+        displaced,
+        resting,
+    } = slots;
+    for entry in handoff
+        .map(|next| next.into_queued())
+        .into_iter()
+        .chain(displaced)
+    {
+        shared.injector().push(entry);
+    }
+    if let Some(resting) = resting {
+        if let Some(unslept) = resting.sleep() {
+            // A re-queue goes to the injector (this is no worker); a cancellation drops
+            // the future here, marked as a poll as a worker marks it.
+            let _polling = context::polling(shared.id());
+            unslept.finish();
+        }
+    }
+    shared.idle().notify_work();
+    // Relaxed: a counter, read only for metrics.
+    shared.takeovers.fetch_add(1, Ordering::Relaxed);
+}
