@@ -98,6 +98,13 @@ fn main() {
             || (workload.tokio)(&tokio),
         );
         let after = csp.metrics();
+        if after.takeovers > before.takeovers {
+            notes.push(format!(
+                "{}: the watchdog took over {} long polls' held processes",
+                workload.name,
+                after.takeovers - before.takeovers
+            ));
+        }
         println!(
             "{:<14} | {:>11} | {:>12} | {:>17.2}",
             workload.name,

@@ -113,7 +113,7 @@
 //! [`spawn_blocking`] for such work. What it woke meanwhile does not wait for it: a
 //! process woken into that worker's handoff slot, the ones pushed out of the slot and
 //! the worker's resting process are taken over by the runtime's watchdog once the poll
-//! has run 2 ms, and another worker runs them ([`Metrics::takeovers`] counts it; with
+//! has run 5 ms, and another worker runs them ([`Metrics::takeovers`] counts it; with
 //! two workers or more, on Linux, where the `membarrier` system call lets the worker's
 //! side of that agreement cost nothing). Elsewhere they wait for the poll to return, as
 //! tokio's LIFO slot does.

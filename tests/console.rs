@@ -2,8 +2,9 @@
 //! against a real parser, the SVG as XML, its answers while every worker is blocked, the
 //! dump on a signal, and the page of `examples/console.rs` in a headless browser.
 //!
-//! Run with `cargo test --features console --test console --example console` (the
-//! browser test runs the example's binary). `promtool` (Debian's `prometheus`) and
+//! Run with `cargo test --features console`, which builds the example the browser test
+//! runs; or, for this file alone, `cargo build --features console --example console`
+//! first, then `cargo test --features console --test console`. `promtool` (Debian's `prometheus`) and
 //! `chromium` are needed for two of the tests; without them those tests say so and pass,
 //! except under `CI=true`, where `.ci/run` installs both and a missing one fails.
 
@@ -443,7 +444,7 @@ impl Example {
             .spawn()
             .unwrap_or_else(|err| {
                 panic!(
-                    "start {}: {err}; build it with `cargo test --features console --example console`",
+                    "start {}: {err}; build it with `cargo build --features console --example console`",
                     binary.display()
                 )
             });

@@ -3,7 +3,7 @@
 //! run by another worker while the poll still blocks (`src/runtime/held.rs`).
 //!
 //! The blocking polls here end only when the processes they woke have run, or after a
-//! timeout far beyond the watchdog's 2 ms: a process still held when the poll ends fails
+//! timeout far beyond the watchdog's 5 ms: a process still held when the poll ends fails
 //! the test, however slow the machine. The time each took is printed, not asserted.
 
 mod common;

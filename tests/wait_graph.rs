@@ -284,6 +284,22 @@ fn a_process_woken_from_outside_csp_waits_on_the_foreign_node() {
 }
 
 #[test]
+fn a_process_asleep_on_a_timer_waits_on_the_foreign_node_through_a_timer_edge() {
+    bounded(20, || {
+        let rt = runtime(2, "graph-timer");
+        let sleeper = rt.spawn(csp::sleep(Duration::from_secs(60)));
+        let expected = BTreeSet::from([edge(
+            format!("p{}", sleeper.id()),
+            "foreign".to_owned(),
+            "timer",
+        )]);
+        let graph = wait_for_edges(&rt, &expected);
+        assert!(graph.nodes.contains_key("foreign"));
+        sleeper.abort();
+    });
+}
+
+#[test]
 fn a_block_on_future_is_the_main_node() {
     bounded(20, || {
         let rt = Arc::new(runtime(2, "graph-main"));

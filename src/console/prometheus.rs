@@ -65,7 +65,7 @@ pub(super) fn exposition(metrics: &Metrics, long_polls: usize) -> String {
     family(
         "csp_takeovers_total",
         "counter",
-        "Times the processes a worker held were moved off it because a poll held it past 2 ms.",
+        "Times the processes a worker held were moved off it because a poll held it past 5 ms.",
         metrics.takeovers,
     );
     family(

@@ -121,12 +121,12 @@ impl Sampler {
     /// Looks at what each worker is polling (module docs).
     pub(super) fn sample(&mut self, shared: &Shared, now: Instant) {
         for (index, last) in self.workers.iter_mut().enumerate() {
-            let counters = shared.counters(index);
-            // Relaxed: figures. The id is written after the poll count is bumped, so a
-            // sample may pair a new count with the previous id for one period: it then
-            // starts a run of a poll that already ended, which shows as one sample.
-            let polls = counters.polls.load(Ordering::Relaxed);
-            let id = counters.polling.load(Ordering::Relaxed);
+            // Relaxed: figures. The id is written before the poll starts counting, so a
+            // sample may pair the previous poll's count with the new id for one period:
+            // it then starts a run that the next sample restarts, which shows as one
+            // sample.
+            let polls = shared.held(index).polls();
+            let id = shared.counters(index).polling.load(Ordering::Relaxed);
             let same = id != 0 && id == last.id && polls == last.polls;
             if !same {
                 // The poll the last sample saw has ended.

@@ -65,10 +65,8 @@ impl Shared {
 
     /// Polls of processes so far (moves whenever anything runs).
     pub(crate) fn activity(&self) -> u64 {
-        // Relaxed: the detector compares two reads a grace period apart.
-        (0..self.workers())
-            .map(|w| self.counters(w).polls.load(Ordering::Relaxed))
-            .sum()
+        // Relaxed (inside `polls`): the detector compares two reads a grace period apart.
+        (0..self.workers()).map(|w| self.held(w).polls()).sum()
     }
 
     /// The report of a deadlock between `main` (the `block_on` future, whose thread has

@@ -67,8 +67,8 @@ impl Slots {
 
 /// One worker's held processes and the gate to them (module docs).
 pub(crate) struct Held {
-    /// The owner's polls, shifted left once, with [`OUT`] (module docs). Only the owner
-    /// writes it.
+    /// The owner's polls, shifted left once, with [`OUT`] (module docs): also the
+    /// worker's poll count, for metrics. Only the owner writes it.
     word: AtomicU64,
     /// A taker holds the slots. Only a taker writes it.
     taken: AtomicBool,
@@ -194,6 +194,12 @@ impl Held {
     pub(crate) unsafe fn with_slots<R>(&self, f: impl FnOnce(&mut Slots) -> R) -> R {
         // SAFETY: the caller owns the slots now (above).
         self.slots.with_mut(|slots| f(unsafe { &mut *slots }))
+    }
+
+    /// The owner's polls so far (the worker's poll count: the word counts them).
+    pub(crate) fn polls(&self) -> u64 {
+        // Relaxed: a counter, for metrics and the worker's own bookkeeping.
+        self.word.load(Ordering::Relaxed) >> 1
     }
 
     /// The owner's poll word, for a taker to compare with a later look.

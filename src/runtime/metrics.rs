@@ -44,7 +44,7 @@ pub struct Metrics {
     pub timers_armed: u64,
     /// Times the runtime moved the processes a worker held (its handoff slot, those a
     /// poll pushed out of it, its resting process) off that worker because a poll had
-    /// held it past 2 ms, so that another worker runs them.
+    /// held it past 5 ms, so that another worker runs them.
     pub takeovers: u64,
 }
 
@@ -53,7 +53,6 @@ pub struct Metrics {
 #[derive(Default)]
 pub(crate) struct WorkerCounters {
     pub(crate) spawned: AtomicU64,
-    pub(crate) polls: AtomicU64,
     pub(crate) steals: AtomicU64,
     pub(crate) handoffs: AtomicU64,
     pub(crate) parks: AtomicU64,
@@ -76,7 +75,6 @@ pub(crate) fn sum_into(metrics: &mut Metrics, workers: &[CachePadded<WorkerCount
     let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
     for w in workers {
         metrics.spawned += read(&w.spawned);
-        metrics.polls += read(&w.polls);
         metrics.steals += read(&w.steals);
         metrics.handoffs += read(&w.handoffs);
         metrics.parks += read(&w.parks);

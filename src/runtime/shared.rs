@@ -298,12 +298,7 @@ impl Shared {
             task.wake_by_val();
             return;
         };
-        if let Some(resting) = local.take_resting(task) {
-            // SAFETY: the caller's reference, to the resting process, given up.
-            local.hand_off(unsafe { resting.woken(task) });
-        } else if let Some(handed) = task.hand_off_by_val() {
-            local.hand_off(handed);
-        }
+        local.wake_by_val(task);
     }
 
     /// Wakes `task`, keeping the caller's reference: the resting process of the worker
@@ -311,13 +306,10 @@ impl Shared {
     /// [`RawTask::wake_by_ref`] does.
     #[inline(always)]
     pub(crate) fn wake_by_ref(this: &Arc<Shared>, task: RawTask) {
-        if let Some(local) = this.polling_worker()
-            && let Some(resting) = local.take_resting(task)
-        {
-            local.hand_off(resting.woken_by_ref());
-            return;
+        match this.polling_worker() {
+            Some(local) => local.wake_by_ref(task),
+            None => task.wake_by_ref(),
         }
-        task.wake_by_ref();
     }
 
     /// This thread's worker, if it is one of this runtime's.
@@ -502,6 +494,7 @@ impl Shared {
             ..Metrics::default()
         };
         metrics::sum_into(&mut m, &self.counters);
+        m.polls = self.held.iter().map(|held| held.polls()).sum();
         m
     }
 

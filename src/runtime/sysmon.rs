@@ -26,6 +26,7 @@ use crate::tuning::LONG_POLL_TAKEOVER;
 
 /// The watchdog's loop, until the runtime shuts down.
 pub(crate) fn run(shared: Arc<Shared>) {
+    run_when_idle();
     let mut seen: Vec<Seen> = (0..shared.workers()).map(|_| Seen::default()).collect();
     loop {
         if shared.is_shutdown() {
@@ -78,6 +79,10 @@ pub(crate) fn rehome(shared: &Arc<Shared>, slots: Slots) {
     if slots.is_empty() {
         return;
     }
+    // Counted first: a process it moves may run, and its runner read the count, before
+    // this returns.
+    // Relaxed: a counter, read only for metrics.
+    shared.takeovers.fetch_add(1, Ordering::Relaxed);
     let Slots {
         handoff,
         displaced,
@@ -99,6 +104,21 @@ pub(crate) fn rehome(shared: &Arc<Shared>, slots: Slots) {
         }
     }
     shared.idle().notify_work();
-    // Relaxed: a counter, read only for metrics.
-    shared.takeovers.fetch_add(1, Ordering::Relaxed);
 }
+
+/// Puts this thread in Linux's `SCHED_IDLE` class: it runs only on a core nothing else
+/// wants, so its looks never preempt a busy worker (a worker preempted while it holds a
+/// channel's lock holds up every other). A worker blocked in a poll leaves its core
+/// idle, which is when the watchdog is needed; a poll that computes while every core is
+/// busy is taken over once a core idles. Where the call fails the thread keeps the
+/// default class.
+#[cfg(target_os = "linux")]
+fn run_when_idle() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid `sched_param`; 0 names the calling thread.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+}
+
+/// Only Linux has `SCHED_IDLE` (and only Linux runs the watchdog: `loom.rs`).
+#[cfg(not(target_os = "linux"))]
+fn run_when_idle() {}

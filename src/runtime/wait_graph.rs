@@ -150,7 +150,12 @@ impl Shared {
                 _ => {}
             }
             if p.foreign {
-                edges.insert((from, Node::Foreign, "foreign"));
+                let label = match p.wait {
+                    Some(WaitOn::Timer { .. }) => "timer",
+                    Some(WaitOn::Io { .. }) => "I/O",
+                    _ => "foreign",
+                };
+                edges.insert((from, Node::Foreign, label));
             }
         }
         // Relaxed: a hint, as in the process dumps.
@@ -186,7 +191,12 @@ impl Shared {
                 spawned_at: header.spawned_at,
                 wait: WaitOn::decode(word).filter(|_| sleeping),
                 // A wait on a foreign channel shows on the channel's node instead.
-                foreign: sleeping && (state.foreign_wakers() > 0 || WaitOn::decode(word).is_none()),
+                foreign: sleeping
+                    && (state.foreign_wakers() > 0
+                        || matches!(
+                            WaitOn::decode(word),
+                            None | Some(WaitOn::Timer { .. } | WaitOn::Io { .. })
+                        )),
                 group: None,
             });
         });

@@ -92,6 +92,7 @@ use event_listener::listener;
 
 use crate::loom::spin_loop;
 use crate::loom::sync::Arc;
+#[cfg(feature = "console")]
 use crate::loom::sync::atomic::Ordering;
 use crate::loom::thread;
 use crate::runtime::held::Held;
@@ -317,33 +318,69 @@ impl Local {
         }
     }
 
-    /// Puts a process that a poll on this worker woke in the handoff slot, `Running`
-    /// already (`Shared::wake`).
+    /// Wakes `task` from a poll on this worker, consuming the caller's reference: this
+    /// worker's resting process goes to the handoff slot with no atomic operation, a
+    /// sleeping one `Running` with one (`Shared::wake`); both through one pass of the
+    /// gate (`held.rs`).
     #[inline(always)]
-    pub(crate) fn hand_off(&self, handed: Handed) {
-        self.fill_handoff(Next::Handed(handed));
-    }
-
-    /// Takes this worker's resting process if it is `task` (for a wake by a poll on
-    /// this worker, `Shared::wake`).
-    #[inline(always)]
-    pub(crate) fn take_resting(&self, task: RawTask) -> Option<Resting> {
+    pub(crate) fn wake_by_val(&self, task: RawTask) {
         let held = self.held();
         let gate = held.enter();
-        let resting = if gate.is_open() {
-            // SAFETY: this worker's slots, behind an open gate.
-            unsafe {
-                held.with_slots(|slots| match &slots.resting {
-                    Some(resting) if resting.raw() == task => slots.resting.take(),
-                    _ => None,
-                })
+        if gate.is_open() {
+            // SAFETY: this worker's slots, behind an open gate (or between polls).
+            let handed = match unsafe { self.take_resting(task) } {
+                // SAFETY: the caller's reference, to the resting process, given up.
+                Some(resting) => Some(unsafe { resting.woken(task) }),
+                None => task.hand_off_by_val(),
+            };
+            if let Some(handed) = handed {
+                // SAFETY: as above.
+                unsafe { self.fill_open(Next::Handed(handed)) };
             }
+            held.leave(gate);
         } else {
-            // Taken over: the wake goes by the state word, as one from another thread.
-            None
-        };
+            held.leave(gate);
+            // Taken over: the resting process, if it is `task`, is the taker's, and
+            // the wake goes by the state word, as one from another thread would.
+            if let Some(handed) = task.hand_off_by_val() {
+                self.taken_over(Next::Handed(handed));
+            }
+        }
+    }
+
+    /// As [`wake_by_val`](Self::wake_by_val), keeping the caller's reference: only this
+    /// worker's resting process goes to the slot from here; any other is woken as
+    /// [`RawTask::wake_by_ref`] does.
+    #[inline(always)]
+    pub(crate) fn wake_by_ref(&self, task: RawTask) {
+        let held = self.held();
+        let gate = held.enter();
+        if gate.is_open() {
+            // SAFETY: this worker's slots, behind an open gate (or between polls).
+            if let Some(resting) = unsafe { self.take_resting(task) } {
+                // SAFETY: as above.
+                unsafe { self.fill_open(Next::Handed(resting.woken_by_ref())) };
+                held.leave(gate);
+                return;
+            }
+        }
         held.leave(gate);
-        resting
+        task.wake_by_ref();
+    }
+
+    /// Takes this worker's resting process if it is `task`.
+    ///
+    /// # Safety
+    /// Only between polls or behind an open gate (`held.rs`).
+    #[inline(always)]
+    unsafe fn take_resting(&self, task: RawTask) -> Option<Resting> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            self.held().with_slots(|slots| match &slots.resting {
+                Some(resting) if resting.raw() == task => slots.resting.take(),
+                _ => None,
+            })
+        }
     }
 
     /// Puts the resting process to sleep, if there is one: true if there was.
@@ -387,22 +424,33 @@ impl Local {
         }
     }
 
+    /// Puts `next` in the handoff slot, through the gate (`held.rs`).
     #[inline(always)]
     fn fill_handoff(&self, next: Next) {
         let held = self.held();
         let gate = held.enter();
-        if !gate.is_open() {
+        if gate.is_open() {
+            // SAFETY: behind an open gate (or between polls).
+            unsafe { self.fill_open(next) };
+            held.leave(gate);
+        } else {
             held.leave(gate);
             self.taken_over(next);
-            return;
         }
+    }
+
+    /// Puts `next` in the handoff slot; what was there is pushed out.
+    ///
+    /// # Safety
+    /// Only between polls or behind an open gate (`held.rs`).
+    #[inline(always)]
+    unsafe fn fill_open(&self, next: Next) {
         self.handoff_filled_at.set(context::buffered());
-        // SAFETY: this worker's slots, behind an open gate (or between polls).
-        let previous = unsafe { held.with_slots(|slots| slots.handoff.replace(next)) };
+        // SAFETY: the caller's contract.
+        let previous = unsafe { self.held().with_slots(|slots| slots.handoff.replace(next)) };
         if let Some(previous) = previous {
             self.displace(previous.into_queued());
         }
-        held.leave(gate);
     }
 
     /// A process woken into the slot while the watchdog holds it (`held.rs`): to the
@@ -502,7 +550,6 @@ impl Local {
     #[inline(always)]
     fn poll(&self, entry: Next) {
         debug_assert!(!self.searching.get());
-        bump(&self.counters().polls);
         // Relaxed: the console samples it from its own thread, for a figure.
         #[cfg(feature = "console")]
         self.counters()
@@ -794,8 +841,7 @@ impl Local {
 
     /// This worker's poll count.
     fn polls(&self) -> u64 {
-        // Relaxed: this worker's own counter.
-        self.counters().polls.load(Ordering::Relaxed)
+        self.held().polls()
     }
 
     /// True if this worker's last park was a watch and it has run no process since.
