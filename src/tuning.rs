@@ -181,3 +181,8 @@ pub(crate) const CONSOLE_GRAPH_MAX_NODES: usize = 400;
 /// 2 ms its looks alone (nothing taken over) made `fan_in` 12% slower, at 5 ms 5%, at
 /// 10 ms 2%; 5 ms keeps a woken process's wait behind a blocking poll to 5-10 ms.
 pub(crate) const LONG_POLL_TAKEOVER: Duration = Duration::from_millis(5);
+
+/// Take-overs the console remembers, to name in its long-poll warnings the processes a
+/// long poll held up.
+#[cfg(feature = "console")]
+pub(crate) const TAKEOVERS_LOGGED: usize = 64;

@@ -132,6 +132,8 @@ fn fields(m: &Metrics, p: &ProcessInfo) {
     let _: u64 = m.steals;
     let _: u64 = m.handoffs;
     let _: u64 = m.parks;
+    let _: u64 = m.timers_armed;
+    let _: u64 = m.takeovers;
 
     let _: u64 = p.id;
     let _: ProcessState = p.state;

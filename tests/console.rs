@@ -273,6 +273,46 @@ fn the_console_answers_within_a_second_while_every_worker_is_blocked() {
 }
 
 #[test]
+fn a_long_poll_warning_names_the_process_it_held_up() {
+    bounded(LIMIT, || {
+        let (rt, addr) = runtime();
+        let (tx, rx) = csp::channel::<()>();
+        let (ran_tx, ran_rx) = std::sync::mpsc::channel();
+        let receiver = rt.spawn(async move {
+            rx.recv().await.unwrap();
+            ran_tx.send(()).unwrap();
+        });
+        wait_until(10, "the receiver waits", || {
+            rt.processes()
+                .iter()
+                .any(|p| p.id == receiver.id() && p.waiting_on.is_some())
+        });
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let blocker = rt.spawn(async move {
+            // Wakes the receiver into this worker's slot, then blocks until released.
+            tx.send(()).await.unwrap();
+            let ran = ran_rx.recv_timeout(Duration::from_secs(10)).is_ok();
+            let _ = release_rx.recv_timeout(Duration::from_secs(10));
+            ran
+        });
+        let held_up = format!("it held up process #{}", receiver.id());
+        let found = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            get(addr, "/", Duration::from_secs(2)).1.contains(&held_up)
+        });
+        let page = get(addr, "/", Duration::from_secs(2)).1;
+        let warnings = page.split("id=\"warnings\"").nth(1).unwrap_or("");
+        let warnings = warnings.split("</section>").next().unwrap_or("");
+        assert!(found, "no warning says {held_up:?}: {warnings}");
+        release_tx.send(()).unwrap();
+        assert!(
+            rt.block_on(blocker).unwrap(),
+            "the receiver ran while its waker blocked"
+        );
+    });
+}
+
+#[test]
 fn a_console_on_a_taken_address_fails_the_build_and_says_where() {
     bounded(LIMIT, || {
         let (_rt, addr) = runtime();

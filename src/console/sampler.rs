@@ -88,7 +88,7 @@ pub(super) struct LongPoll {
     /// When it started, about.
     pub(super) started: Instant,
     /// The worker's poll count during it, which tells one poll from the next.
-    polls: u64,
+    pub(super) polls: u64,
 }
 
 /// One point of the plots.

@@ -110,7 +110,7 @@ fn respond(shared: &Shared, sampler: &Sampler, request: Request) {
     let now = Instant::now();
     let view = |sampler: &Sampler| -> (Vec<Row>, Vec<Warning>) {
         let rows = snapshot::rows(shared, sampler, now);
-        let warnings = warnings::warnings(&rows, sampler, now);
+        let warnings = warnings::warnings(shared, &rows, sampler, now);
         (rows, warnings)
     };
     let response = match path.as_str() {

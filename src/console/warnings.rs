@@ -4,7 +4,8 @@
 
 use std::time::Instant;
 
-use crate::tuning::{LONG_POLL_WARNING, LONG_QUEUE_WAITERS};
+use crate::runtime::Shared;
+use crate::tuning::{LONG_POLL_TAKEOVER, LONG_POLL_WARNING, LONG_QUEUE_WAITERS};
 use crate::wait::census;
 
 use super::sampler::Sampler;
@@ -37,8 +38,20 @@ pub(super) struct Warning {
 }
 
 /// The warnings now, most urgent first: polls still running, then the rest.
-pub(super) fn warnings(rows: &[Row], sampler: &Sampler, now: Instant) -> Vec<Warning> {
+pub(super) fn warnings(
+    shared: &Shared,
+    rows: &[Row],
+    sampler: &Sampler,
+    now: Instant,
+) -> Vec<Warning> {
     let mut out = Vec::new();
+    let takeovers: Vec<_> = shared
+        .takeover_log
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .cloned()
+        .collect();
     // One warning per process, from its newest long poll: the console keeps the last
     // few, and a process that blocks now and then would fill the list alone.
     let mut seen: Vec<u64> = Vec::new();
@@ -77,6 +90,23 @@ pub(super) fn warnings(rows: &[Row], sampler: &Sampler, now: Instant) -> Vec<War
                 human(now.saturating_duration_since(long.started)),
             )
         };
+        // What the watchdog moved off the worker during this poll: the processes it
+        // held up (`runtime/held.rs`).
+        let mut held_up: Vec<u64> = takeovers
+            .iter()
+            .filter(|t| t.worker == long.worker && t.poll == long.polls)
+            .flat_map(|t| t.processes.iter().copied())
+            .collect();
+        held_up.sort_unstable();
+        held_up.dedup();
+        if !held_up.is_empty() {
+            let ids: Vec<String> = held_up.iter().map(|id| format!("#{id}")).collect();
+            text.push_str(&format!(
+                "; it held up process {}, moved to another worker after {}",
+                ids.join(", "),
+                human(LONG_POLL_TAKEOVER)
+            ));
+        }
         if theirs.len() > 1 {
             text.push_str(&format!(
                 "; {} of the last {} long polls are its, the longest {}",

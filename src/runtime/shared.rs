@@ -29,6 +29,17 @@ use crate::tuning::DISPLACED_BATCH;
 use crate::wait::JoinHandle;
 use crate::wait::WaitOn;
 
+/// One take-over, as the console shows it: which worker's poll held which processes.
+#[cfg(feature = "console")]
+#[derive(Debug, Clone)]
+pub(crate) struct TakeOver {
+    pub(crate) worker: usize,
+    /// The worker's poll count during the poll that held them: which poll it was.
+    pub(crate) poll: u64,
+    /// The ids of the processes moved off the worker.
+    pub(crate) processes: Vec<u64>,
+}
+
 pub(crate) struct Shared {
     /// Unique among the runtimes of this process, never 0.
     id: u64,
@@ -41,6 +52,9 @@ pub(crate) struct Shared {
     held: Box<[CachePadded<Held>]>,
     /// Times the watchdog took over a long poll's held processes (`sysmon.rs`).
     pub(super) takeovers: AtomicU64,
+    /// The latest take-overs, for the console's long-poll warnings (`sysmon.rs`).
+    #[cfg(feature = "console")]
+    pub(crate) takeover_log: std::sync::Mutex<std::collections::VecDeque<TakeOver>>,
     /// The watchdog's thread, if one runs (`sysmon.rs`).
     pub(super) sysmon: std::sync::OnceLock<std::thread::Thread>,
     /// The watchdog sleeps until a worker wakes up (`sysmon_sleep`).
@@ -127,6 +141,8 @@ impl Shared {
                 .map(|_| CachePadded::new(Held::new(DISPLACED_BATCH)))
                 .collect(),
             takeovers: AtomicU64::new(0),
+            #[cfg(feature = "console")]
+            takeover_log: std::sync::Mutex::new(std::collections::VecDeque::new()),
             sysmon: std::sync::OnceLock::new(),
             sysmon_asleep: AtomicBool::new(false),
             remote_spawned: AtomicU64::new(0),

@@ -68,10 +68,40 @@ fn look(shared: &Arc<Shared>, seen: &mut [Seen], now: Instant) {
             .is_some_and(|since| now.saturating_duration_since(since) >= LONG_POLL_TAKEOVER);
         if long {
             if let Some(slots) = held.try_take(word) {
+                #[cfg(feature = "console")]
+                log(shared, index, word >> 1, &slots);
                 rehome(shared, slots);
             }
         }
     }
+}
+
+/// Keeps the ids of what the take-over moves, for the console (the last
+/// [`TAKEOVERS_LOGGED`](crate::tuning::TAKEOVERS_LOGGED)).
+#[cfg(feature = "console")]
+fn log(shared: &Shared, worker: usize, poll: u64, slots: &Slots) {
+    if slots.is_empty() {
+        return;
+    }
+    let processes = slots
+        .handoff
+        .iter()
+        .map(|next| next.raw().id())
+        .chain(slots.displaced.iter().map(|entry| entry.raw().id()))
+        .chain(slots.resting.iter().map(|resting| resting.raw().id()))
+        .collect();
+    let mut log = shared
+        .takeover_log
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if log.len() == crate::tuning::TAKEOVERS_LOGGED {
+        log.pop_front();
+    }
+    log.push_back(crate::runtime::shared::TakeOver {
+        worker,
+        poll,
+        processes,
+    });
 }
 
 /// Puts what a long poll held where any worker finds it.

@@ -168,7 +168,7 @@ impl Next {
 
     /// The process.
     #[cfg(feature = "console")]
-    fn raw(&self) -> crate::task::RawTask {
+    pub(crate) fn raw(&self) -> crate::task::RawTask {
         match self {
             Next::Queued(entry) => entry.raw(),
             Next::Handed(handed) => handed.raw(),
