@@ -120,7 +120,7 @@ fn processes(out: &mut String, rows: &[Row]) {
             r.id,
             escape(&r.spawned_at.to_string()),
             r.state,
-            escape(r.waiting_on.as_deref().unwrap_or("")),
+            escape(waiting_on(r)),
             r.waiting_for.map(human).unwrap_or_default(),
             r.group.map(|g| format!("#{g}")).unwrap_or_default(),
             r.polls,
@@ -130,6 +130,17 @@ fn processes(out: &mut String, rows: &[Row]) {
         );
     }
     out.push_str("</tbody></table></section>\n");
+}
+
+/// What a row's process waits on, as the table says it: asleep with no csp wait
+/// recorded, it waits on something outside csp (another executor's future, a
+/// `futures` channel).
+fn waiting_on(row: &Row) -> &str {
+    match (&row.waiting_on, row.state) {
+        (Some(wait), _) => wait,
+        (None, crate::runtime::ProcessState::Sleeping) => "a future outside csp",
+        (None, _) => "",
+    }
 }
 
 fn graph(out: &mut String, graph: &Result<String, String>) {
