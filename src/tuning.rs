@@ -124,9 +124,10 @@ pub(crate) const DRIVER_EVENTS: usize = 1024;
 /// grace period this short is for tests; the default is 1 s.
 pub(crate) const DEADLOCK_MONITOR_MIN_PERIOD: Duration = Duration::from_millis(1);
 
-/// How often `Runtime::shutdown_timeout` looks whether the deadlock monitor has ended,
-/// while its `on_deadlock` hook may still be running: a hook that blocks is left behind
-/// at the timeout, as a worker stuck in a poll is.
+/// How often `Runtime::shutdown_timeout` looks whether the deadlock monitor (or the
+/// watchdog) has ended, while its `on_deadlock` hook (or a future's drop) may still be
+/// running: one that blocks is left behind at the timeout, as a worker stuck in a poll
+/// is.
 pub(crate) const MONITOR_EXIT_POLL: Duration = Duration::from_millis(1);
 
 /// How often the console's thread samples which process each worker is polling

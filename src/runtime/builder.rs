@@ -377,7 +377,6 @@ impl Builder {
             let sysmon = std::thread::Builder::new()
                 .name(format!("{}-watchdog", self.thread_name))
                 .spawn(move || sysmon::run(shared))?;
-            let _ = runtime.handle.shared.sysmon.set(sysmon.thread().clone());
             runtime.sysmon = Some(sysmon);
         }
         #[cfg(feature = "console")]

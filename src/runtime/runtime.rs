@@ -183,10 +183,20 @@ impl Runtime {
         shared.registry().close_and_shutdown_all();
         shared.wake_sysmon();
         if let Some(sysmon) = self.sysmon.take() {
-            // It returns at its next look, which the unpark above brings at once; not
-            // when this is it (it never drops a runtime, but a process's drop may).
+            // It returns at its next look, which the unpark above brings at once, unless
+            // it is dropping a cancelled future it took over: `shutdown_timeout` waits
+            // for it until its deadline, and leaves it behind after, as it leaves a
+            // worker stuck in a poll. Not when this is it (a future's drop may own the
+            // runtime).
             if sysmon.thread().id() != std::thread::current().id() {
-                let _ = sysmon.join();
+                if let Some(deadline) = deadline {
+                    while !sysmon.is_finished() && Instant::now() < deadline {
+                        std::thread::sleep(MONITOR_EXIT_POLL);
+                    }
+                }
+                if deadline.is_none() || sysmon.is_finished() {
+                    let _ = sysmon.join();
+                }
             }
         }
         if let Some(monitor) = self.monitor.take() {

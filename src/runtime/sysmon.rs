@@ -4,11 +4,17 @@
 //!
 //! While any worker is awake it looks every [`LONG_POLL_TAKEOVER`]: a worker whose poll
 //! word has been the same, with `OUT` set, since a look at least that long ago has been
-//! in one poll for at least that long, and its slots are taken over. The processes go to the injector, and
-//! one parked worker is woken to run them; a resting process makes its put-off
-//! transition here (re-queued if a wake came meanwhile, its future dropped if it was
-//! cancelled). A poll that goes on running is looked at again a period later: what it
-//! woke meanwhile waits at most that long.
+//! in one poll for at least that long, and its slots are taken over. The processes go
+//! to the injector, and one parked worker is woken to run them; a resting process makes
+//! its put-off transition here (re-queued if a wake came meanwhile, its future dropped
+//! if it was cancelled). A poll that goes on running is looked at again a period later:
+//! what it woke meanwhile waits at most that long.
+//!
+//! The period is a trade: on the 2-core machine the tables come from, its looks alone
+//! cost `fan_in` 12% at 2 ms and 5% at 5 ms (`tuning.rs`). The thread keeps the normal
+//! scheduling class: in Linux's `SCHED_IDLE` it cost the same, and a worker whose poll
+//! ends while the watchdog holds its slots waits for it (`Held::end_poll`), which a
+//! thread starved by busy cores would make long.
 //!
 //! When every worker is asleep nothing can be stuck in a poll, and the watchdog sleeps
 //! until a worker wakes up (`Shared::worker_awake`): a runtime with nothing to do costs
@@ -26,7 +32,9 @@ use crate::tuning::LONG_POLL_TAKEOVER;
 
 /// The watchdog's loop, until the runtime shuts down.
 pub(crate) fn run(shared: Arc<Shared>) {
-    run_when_idle();
+    // Set here rather than by the builder, so that it is set before this thread can
+    // sleep: a worker that wakes up after that finds the thread to unpark.
+    let _ = shared.sysmon.set(thread::current());
     let mut seen: Vec<Seen> = (0..shared.workers()).map(|_| Seen::default()).collect();
     loop {
         if shared.is_shutdown() {
@@ -118,12 +126,14 @@ pub(crate) fn rehome(shared: &Arc<Shared>, slots: Slots) {
         displaced,
         resting,
     } = slots;
+    // `push_remote` wakes a worker for each and, should the runtime be shutting down
+    // (this thread may be the one that shuts it down, in a future's drop), drains it.
     for entry in handoff
         .map(|next| next.into_queued())
         .into_iter()
         .chain(displaced)
     {
-        shared.injector().push(entry);
+        shared.push_remote(entry);
     }
     if let Some(resting) = resting {
         if let Some(unslept) = resting.sleep() {
@@ -133,22 +143,4 @@ pub(crate) fn rehome(shared: &Arc<Shared>, slots: Slots) {
             unslept.finish();
         }
     }
-    shared.idle().notify_work();
 }
-
-/// Puts this thread in Linux's `SCHED_IDLE` class: it runs only on a core nothing else
-/// wants, so its looks never preempt a busy worker (a worker preempted while it holds a
-/// channel's lock holds up every other). A worker blocked in a poll leaves its core
-/// idle, which is when the watchdog is needed; a poll that computes while every core is
-/// busy is taken over once a core idles. Where the call fails the thread keeps the
-/// default class.
-#[cfg(target_os = "linux")]
-fn run_when_idle() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid `sched_param`; 0 names the calling thread.
-    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-}
-
-/// Only Linux has `SCHED_IDLE` (and only Linux runs the watchdog: `loom.rs`).
-#[cfg(not(target_os = "linux"))]
-fn run_when_idle() {}

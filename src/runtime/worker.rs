@@ -804,6 +804,8 @@ impl Local {
         };
         if timeout == ParkTimeout::Fired {
             idle.finish_park();
+            // Counted asleep for a moment: the watchdog may have gone to sleep on it.
+            self.shared.worker_awake();
             if was_last_searcher {
                 // That work saw a searcher and woke nobody: this worker takes some, a
                 // sleeper may take the rest.
