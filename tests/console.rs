@@ -15,7 +15,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bounded, wait_until};
+use common::{bounded, wait_until, wait_until_waiting};
 
 /// Seconds any test here may take.
 const LIMIT: u64 = 60;
@@ -282,11 +282,7 @@ fn a_long_poll_warning_names_the_process_it_held_up() {
             rx.recv().await.unwrap();
             ran_tx.send(()).unwrap();
         });
-        wait_until(10, "the receiver waits", || {
-            rt.processes()
-                .iter()
-                .any(|p| p.id == receiver.id() && p.waiting_on.is_some())
-        });
+        wait_until_waiting(&rt, receiver.id());
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let blocker = rt.spawn(async move {
             // Wakes the receiver into this worker's slot, then blocks until released.

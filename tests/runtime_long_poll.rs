@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{bounded, wait_until};
+use common::{bounded, wait_until, wait_until_waiting};
 
 /// How long a blocking poll waits for the processes it woke, at most.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -37,11 +37,7 @@ fn a_process_woken_by_a_poll_that_blocks_runs_on_another_worker_meanwhile() {
                     .send((sent.elapsed(), thread::current().id()))
                     .unwrap();
             });
-            wait_until(10, "the receiver waits", || {
-                rt.processes()
-                    .iter()
-                    .any(|p| p.id == receiver.id() && p.waiting_on.is_some())
-            });
+            wait_until_waiting(&rt, receiver.id());
             let blocker = rt.spawn(async move {
                 // Wakes the receiver into this worker's handoff slot, then blocks the
                 // worker until the receiver has run.
@@ -115,11 +111,7 @@ fn a_runtime_with_nothing_to_do_lets_its_watchdog_sleep_and_wakes_it_for_work() 
             rx.recv().await.unwrap();
             ran_tx.send(()).unwrap();
         });
-        wait_until(10, "the receiver waits", || {
-            rt.processes()
-                .iter()
-                .any(|p| p.id == receiver.id() && p.waiting_on.is_some())
-        });
+        wait_until_waiting(&rt, receiver.id());
         thread::sleep(Duration::from_millis(50));
         let started = Instant::now();
         let blocker = rt.spawn(async move {

@@ -225,17 +225,22 @@ fn record_main(main: &Parker, wait: WaitOn, foreign: bool) {
     main.record(merge(main.wait_word(), word));
 }
 
+/// The runtime of the owner of `waker` (a process's, or a `block_on` future's); `None`
+/// for a foreign owner, which records nothing.
+fn owner_runtime(waker: &Waker) -> Option<u64> {
+    if let Some(owner) = crate::task::waker::process_of(waker) {
+        Some(owner.runtime_id())
+    } else {
+        crate::wait::parker::parker_of(waker).map(|main| main.runtime())
+    }
+}
+
 /// Records that the owner of `waker` waits for process `process` of runtime `runtime`
 /// (a `JoinHandle`): a wait something outside the owner's runtime may end if the process
 /// belongs to another runtime, or is a blocking-pool task (`blocking`), which runs
 /// outside csp's view.
 pub(crate) fn record_join(waker: &Waker, process: u64, runtime: u64, blocking: bool) {
-    let owner_runtime = if let Some(owner) = crate::task::waker::process_of(waker) {
-        owner.runtime_id()
-    } else if let Some(main) = crate::wait::parker::parker_of(waker) {
-        main.runtime()
-    } else {
-        // A foreign owner: nothing to record.
+    let Some(owner_runtime) = owner_runtime(waker) else {
         return;
     };
     let foreign = blocking || owner_runtime != runtime;
@@ -246,11 +251,7 @@ pub(crate) fn record_join(waker: &Waker, process: u64, runtime: u64, blocking: b
 /// end, whose processes all belong to runtime `runtime` (`None`: to several, or to
 /// none yet): a wait only the owner's runtime can end if it is that runtime.
 pub(crate) fn record_join_set(waker: &Waker, set: u64, runtime: Option<u64>) {
-    let owner_runtime = if let Some(owner) = crate::task::waker::process_of(waker) {
-        owner.runtime_id()
-    } else if let Some(main) = crate::wait::parker::parker_of(waker) {
-        main.runtime()
-    } else {
+    let Some(owner_runtime) = owner_runtime(waker) else {
         return;
     };
     record(

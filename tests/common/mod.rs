@@ -65,6 +65,17 @@ pub fn wait_for_state(rt: &csp::Runtime, id: u64, state: csp::ProcessState) {
     });
 }
 
+/// Waits (10 s at most) until process `id` of `rt` is blocked on something it recorded
+/// (`waiting_on` is set).
+#[track_caller]
+pub fn wait_until_waiting(rt: &csp::Runtime, id: u64) {
+    wait_until(10, "the process waits", || {
+        rt.processes()
+            .iter()
+            .any(|p| p.id == id && p.waiting_on.is_some())
+    });
+}
+
 /// Waits up to `secs` seconds until `rt` has no live process left.
 #[track_caller]
 pub fn wait_until_no_process(rt: &csp::Runtime, secs: u64) {
