@@ -99,7 +99,7 @@ pub(crate) const CENSUS_SURVEY_ROUNDS: usize = 64;
 /// [`DRIVER_POLL_PERIOD`] has passed since it last did. 61, as
 /// [`GLOBAL_QUEUE_INTERVAL`] and tokio's default `event_interval`: one clock reading per
 /// 61 processes run is lost in their cost.
-#[cfg(all(feature = "io", not(loom)))]
+#[cfg(feature = "io")]
 pub(crate) const DRIVER_POLL_INTERVAL: u32 = 61;
 
 /// With the `io` feature, the least time between two of a busy worker's polls of the I/O
@@ -110,13 +110,13 @@ pub(crate) const DRIVER_POLL_INTERVAL: u32 = 61;
 /// driver's own zero-timeout poll is one `epoll_wait`, and only while no parked worker
 /// holds the driver; 100 µs bounds how long a ready socket waits while every worker is
 /// busy.
-#[cfg(all(feature = "io", not(loom)))]
+#[cfg(feature = "io")]
 pub(crate) const DRIVER_POLL_PERIOD: Duration = Duration::from_micros(100);
 
 /// Events the I/O driver takes from one `epoll_wait`, its buffer allocated once. More
 /// wait for the next poll, which comes at once (the holder runs what the first batch
 /// woke, then polls again), so the size only bounds one batch; tokio takes 1024 too.
-#[cfg(all(feature = "io", not(loom)))]
+#[cfg(feature = "io")]
 pub(crate) const DRIVER_EVENTS: usize = 1024;
 
 /// The shortest period of the deadlock monitor (`Builder::on_deadlock`): it looks once

@@ -10,7 +10,7 @@ use crate::id::next_process_id;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::runtime::blocking::{BlockingPool, BlockingTask};
-#[cfg(all(feature = "io", not(loom)))]
+#[cfg(feature = "io")]
 use crate::runtime::driver::Driver;
 use crate::runtime::held::Held;
 use crate::runtime::hooks::ThreadHooks;
@@ -81,7 +81,7 @@ pub(crate) struct Shared {
     console_addr: std::sync::OnceLock<std::net::SocketAddr>,
     /// The I/O driver, made when the first source registers: a runtime that never
     /// touches a socket keeps no poll, no file descriptor for it.
-    #[cfg(all(feature = "io", not(loom)))]
+    #[cfg(feature = "io")]
     io: std::sync::OnceLock<Driver>,
 }
 
@@ -157,7 +157,7 @@ impl Shared {
             hooks,
             monitor: std::sync::OnceLock::new(),
             console_addr: std::sync::OnceLock::new(),
-            #[cfg(all(feature = "io", not(loom)))]
+            #[cfg(feature = "io")]
             io: std::sync::OnceLock::new(),
         });
         (shared, queues)
@@ -204,14 +204,15 @@ impl Shared {
     }
 
     /// The I/O driver, if a source has registered.
-    #[cfg(all(feature = "io", not(loom)))]
+    #[cfg(feature = "io")]
     #[inline]
     pub(crate) fn io(&self) -> Option<&Driver> {
         self.io.get()
     }
 
     /// The I/O driver, made now if no source has registered yet.
-    #[cfg(all(feature = "io", not(loom)))]
+    #[cfg(feature = "io")]
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // the sockets are left out
     pub(crate) fn io_driver(&self) -> std::io::Result<&Driver> {
         if let Some(driver) = self.io.get() {
             return Ok(driver);
@@ -451,7 +452,7 @@ impl Shared {
         if let Some(monitor) = self.monitor.get() {
             monitor.unpark();
         }
-        #[cfg(all(feature = "io", not(loom)))]
+        #[cfg(feature = "io")]
         {
             // SeqCst: see `io_driver`.
             std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);

@@ -778,12 +778,7 @@ impl Local {
     /// loop parks through `park.rs`).
     #[cfg(all(test, loom))]
     fn park(&self) {
-        self.shared.idle().begin_park();
-        listener!(self.shared.idle().event() => listener);
-        if let Some(park) = self.prepare_park() {
-            self.sleep.wait(listener, self.deadline(park));
-            self.finish_park(park);
-        }
+        park::park(self);
     }
 
     /// After `Idle::begin_park` and registering a listener on the idle event: the last
@@ -811,6 +806,10 @@ impl Local {
                 // sleeper may take the rest.
                 idle.notify_work();
             }
+            // The work seen may be for another worker to take (the one searching, while
+            // this one may not search): pause before the next look rather than spin on
+            // the counters that worker is changing. Under loom, a yield to it.
+            spin_loop();
             return None;
         }
         bump(&self.counters().parks);

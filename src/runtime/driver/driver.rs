@@ -1,4 +1,4 @@
-//! The I/O driver itself: one `mio::Poll` per runtime, which one worker at a time holds
+//! The I/O driver itself: one poll (`selector.rs`) per runtime, which one worker at a time holds
 //! and sleeps in (DESIGN.md, "I/O driver").
 //!
 //! A source's token names its slot in the driver's table and that slot's generation,
@@ -8,22 +8,18 @@
 //! as a duplicated descriptor makes one) reaches nothing. The holder looks a batch's
 //! sources up under the table's lock, once per poll, and wakes them after.
 
+use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Wake, Waker};
 use std::time::Duration;
 
-use mio::event::Source;
-use mio::{Events, Interest, Poll, Registry, Token};
-
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Mutex;
-use crate::runtime::driver::readiness::{
-    ERROR, READ_CLOSED, READABLE, WRITABLE, WRITE_CLOSED, tick_of,
-};
+use crate::runtime::driver::readiness::tick_of;
 use crate::runtime::driver::scheduled_io::ScheduledIo;
+use crate::runtime::driver::selector::{Registrar, Selector, Source, Token, Wakeup};
 use crate::tuning::DRIVER_EVENTS;
 
 /// The token of the driver's own waker; a source's token is never `usize::MAX`.
@@ -35,13 +31,12 @@ const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 
 /// The I/O driver of one runtime.
 pub(crate) struct Driver {
-    /// The poll, its events and what the holder dispatches: only the holder touches
-    /// them (`held`).
+    /// The poll and what the holder dispatches: only the holder touches them (`held`).
     inner: UnsafeCell<Inner>,
     /// Some worker holds the driver: it sleeps in, or polls, the poll.
     held: AtomicBool,
     /// Registers and deregisters sources from any thread.
-    registry: Registry,
+    registry: Registrar,
     /// Wakes the holder out of its poll.
     waker: Waker,
     sources: Mutex<Sources>,
@@ -55,8 +50,7 @@ unsafe impl Send for Driver {}
 unsafe impl Sync for Driver {}
 
 struct Inner {
-    poll: Poll,
-    events: Events,
+    selector: Selector,
     /// The sources of one batch of events and what each reported, looked up under the
     /// table's lock and woken after it (allocated once, reused).
     batch: Vec<(Arc<ScheduledIo>, usize)>,
@@ -91,7 +85,7 @@ impl Sources {
 }
 
 /// Wakes the driver's holder out of its poll.
-struct WakeDriver(mio::Waker);
+struct WakeDriver(Wakeup);
 
 impl Wake for WakeDriver {
     fn wake(self: Arc<Self>) {
@@ -112,16 +106,11 @@ pub(crate) struct Registered {
 
 impl Driver {
     pub(crate) fn new() -> io::Result<Driver> {
-        let poll = Poll::new()?;
-        let registry = poll.registry().try_clone()?;
-        let waker = Waker::from(Arc::new(WakeDriver(mio::Waker::new(
-            poll.registry(),
-            WAKE_TOKEN,
-        )?)));
+        let (selector, registry, wakeup) = Selector::new(DRIVER_EVENTS, WAKE_TOKEN)?;
+        let waker = Waker::from(Arc::new(WakeDriver(wakeup)));
         Ok(Driver {
             inner: UnsafeCell::new(Inner {
-                poll,
-                events: Events::with_capacity(DRIVER_EVENTS),
+                selector,
                 batch: Vec::with_capacity(DRIVER_EVENTS),
                 polls: 0,
             }),
@@ -173,10 +162,7 @@ impl Driver {
         let slot = &mut sources.slots[index];
         let token = Token((slot.generation << INDEX_BITS) | index);
         debug_assert_ne!(token, WAKE_TOKEN);
-        if let Err(err) =
-            self.registry
-                .register(source, token, Interest::READABLE | Interest::WRITABLE)
-        {
+        if let Err(err) = self.registry.register(source, token) {
             sources.free.push(index);
             return Err(err);
         }
@@ -222,6 +208,12 @@ impl Driver {
         self.waker.wake_by_ref();
     }
 
+    /// The model's operating system reports `ready` for the source of `token`.
+    #[cfg(all(test, loom))]
+    pub(crate) fn fire(&self, token: Token, ready: usize) {
+        self.registry.fire(token, ready);
+    }
+
     pub(crate) fn is_shut_down(&self) -> bool {
         // Acquire: pairs with the release in `shut_down`; a holder that sees it leaves.
         self.shut_down.load(Ordering::Acquire)
@@ -247,30 +239,21 @@ impl Held<'_> {
         // SAFETY: `held` makes the poll ours until this guard drops.
         driver.inner.with_mut(|inner| {
             let inner = unsafe { &mut *inner };
-            match inner.poll.poll(&mut inner.events, timeout) {
-                Ok(()) => {}
+            let events = match inner.selector.select(timeout) {
+                Ok(events) => events,
                 // Interrupted by a signal: as if no event came.
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => return Ok(()),
                 Err(err) => return Err(err),
-            }
+            };
             inner.polls = inner.polls.wrapping_add(1);
             let tick = tick_of(inner.polls);
             {
                 let sources = driver.sources.lock();
-                for event in inner.events.iter() {
-                    let Some(io) = sources.get(event.token()) else {
+                for (token, ready) in events {
+                    let Some(io) = sources.get(token) else {
                         // The driver's waker, or a source gone since.
                         continue;
                     };
-                    let ready = [
-                        (event.is_readable(), READABLE),
-                        (event.is_writable(), WRITABLE),
-                        (event.is_read_closed(), READ_CLOSED),
-                        (event.is_write_closed(), WRITE_CLOSED),
-                        (event.is_error(), ERROR),
-                    ]
-                    .into_iter()
-                    .fold(0, |ready, (is, bit)| ready | (usize::from(is) * bit));
                     inner.batch.push((io.clone(), ready));
                 }
             }

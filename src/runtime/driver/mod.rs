@@ -6,6 +6,7 @@
 //! - `waker_slot.rs`: the waker of the task waiting in one direction, taken by the driver
 //!   with no lock;
 //! - `scheduled_io.rs`: one source's readiness and waker slots;
+//! - `selector.rs`: the operating system's poll (`mio`), or under loom a model of it;
 //! - `driver.rs`: the poll, held by one worker at a time, and the registry of sources;
 //! - `registration.rs`: what an I/O type holds: waiting for readiness and retrying its
 //!   system call.
@@ -13,13 +14,13 @@
 //! A worker with nothing to do holds the driver, if no other worker does, and sleeps in
 //! its poll until an event, the timer wheel's next deadline, or a notification
 //! (`worker/park.rs`); a busy runtime polls it without waiting at a bounded interval.
-//! The lock-free parts (readiness word, waker slot) are loom-modelled; the poll itself
-//! is left out of loom builds.
+//! The lock-free parts (readiness word, waker slot) are loom-modelled, and so is the
+//! hand-over of the driver between parking workers, with a model of the poll in place of
+//! the operating system's.
 
-// Under loom only the models use the lock-free parts; the poll that uses them is out.
+// Under loom the models use what the sockets (left out) would.
 #![cfg_attr(loom, allow(dead_code))]
 
-#[cfg(not(loom))]
 #[allow(clippy::module_inception)] // the file is named after the concept it holds
 mod driver;
 #[cfg(all(test, loom))]
@@ -28,9 +29,11 @@ pub(crate) mod readiness;
 #[cfg(not(loom))]
 mod registration;
 pub(crate) mod scheduled_io;
+mod selector;
 mod waker_slot;
 
-#[cfg(not(loom))]
 pub(crate) use driver::Driver;
 #[cfg(not(loom))]
 pub(crate) use registration::{ReadyGuard, Registration};
+#[cfg(all(test, loom))]
+pub(crate) use selector::ModelSource;

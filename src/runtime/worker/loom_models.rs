@@ -6,7 +6,8 @@
 //! the slot `Running` by a wake races an abort or a shutdown and still ends exactly
 //! once; so does a resting process (its poll's transition to `Sleeping` put off) that
 //! the worker's next poll wakes, raced by an abort, a shutdown or a wake from another
-//! thread.
+//! thread; the I/O driver passes between parking workers and a socket's event still
+//! runs the process waiting on it.
 
 use std::future::Future;
 use std::panic::Location;
@@ -20,6 +21,9 @@ use loom::thread;
 
 use super::{Found, Local};
 use crate::loom::sync::Mutex;
+use crate::runtime::driver::ModelSource;
+use crate::runtime::driver::readiness::{Direction, READABLE};
+use crate::runtime::driver::scheduled_io::ScheduledIo;
 use crate::runtime::process_loom_models::{
     Counters, JoinWatch, Output, Overlaps, Race, finisher, lender,
 };
@@ -658,4 +662,100 @@ fn loom_long_poll_takeover() {
         TAKEN.load(std::sync::atomic::Ordering::Relaxed) > 0,
         "the model reached a take-over of a held process"
     );
+}
+
+/// A process that waits until a source of the model's poll is readable, then completes,
+/// counting into `done`.
+struct ReadOnce {
+    io: std::sync::Arc<ScheduledIo>,
+    done: Arc<AtomicUsize>,
+}
+
+impl Future for ReadOnce {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.io.poll_ready(cx, Direction::Read) {
+            Poll::Ready(_) => {
+                self.done.fetch_add(1, Ordering::SeqCst);
+                Poll::Ready(())
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Two workers park, each in the I/O driver if the other does not hold it (else on the
+/// idle event), while a socket a process waits on becomes readable (this thread is one
+/// worker and the socket's peer). The driver (a model of the operating system's poll in
+/// place of epoll, `driver/selector.rs`) passes from worker to worker as they park and
+/// wake: its poll is never used by two at once (loom checks the cell), and the process
+/// runs: the event reaches the holder's poll, which wakes the process onto the holder's
+/// own queue and the holder out of its sleep to run it. The worker that sees it run shuts
+/// the runtime down, and the notification reaches the other wherever it sleeps (in the
+/// poll, through the listener's waker). A lost event or notification leaves a worker
+/// asleep for good, which loom reports as a deadlock.
+#[test]
+fn loom_driver_handed_between_parking_workers() {
+    loom::model(|| {
+        let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None, Default::default());
+        let registered = shared
+            .io_driver()
+            .expect("the model's poll")
+            .register(&mut ModelSource)
+            .expect("registered");
+        let done = Arc::new(AtomicUsize::new(0));
+        let reader = Shared::spawn(
+            &shared,
+            ReadOnce {
+                io: registered.io.clone(),
+                done: done.clone(),
+            },
+            Location::caller(),
+        );
+        let mut locals: Vec<_> = (0..2)
+            .map(|index| Local::new(shared.clone(), index, queues.remove(0)))
+            .collect();
+        // This thread is the second worker, and the socket's peer.
+        let this = locals.pop().unwrap();
+        // SAFETY: `this` outlives the guard, on this thread.
+        let guard = unsafe { context::WorkerGuard::new(&this) };
+        // The reader's first poll: it waits for the socket.
+        drain(&this);
+        assert_eq!(done.load(Ordering::SeqCst), 0, "not readable yet");
+        // Until the reader has run: park, then run what the park brought (no search: the
+        // driver wakes the reader onto its holder's own queue, and the holder runs it).
+        // The first to see it run shuts the runtime down, which wakes the other.
+        let work = |local: &Local, done: &AtomicUsize| {
+            while done.load(Ordering::SeqCst) == 0 && !local.shared.is_shutdown() {
+                local.park();
+                drain(local);
+            }
+            let _ = local.shared.begin_shutdown();
+        };
+        let other = {
+            let local = locals.pop().unwrap();
+            let done = done.clone();
+            thread::spawn(move || {
+                // SAFETY: `local` outlives the guard, on this thread.
+                let guard = unsafe { context::WorkerGuard::new(&local) };
+                work(&local, &done);
+                drop(guard);
+                local
+            })
+        };
+
+        shared
+            .io()
+            .expect("made above")
+            .fire(registered.token, READABLE);
+        work(&this, &done);
+        let other = other.join().unwrap();
+        assert_eq!(done.load(Ordering::SeqCst), 1, "the reader ran");
+        assert!(reader.is_finished());
+        drop(guard);
+        this.drain();
+        other.drain();
+        shared.drain_injector();
+    });
 }

@@ -20,8 +20,9 @@
 //! few tens of microseconds, and holding the driver for those sleeps would keep it from a
 //! worker that sleeps long.
 //!
-//! Without the feature (or under loom), the worker blocks on the listener itself. The
-//! spinning and stealing before a park are the same either way.
+//! Without the feature, the worker blocks on the listener itself. The spinning and
+//! stealing before a park are the same either way. Under loom the driver polls a model
+//! of the operating system's poll (`driver/selector.rs`), and a timed sleep ends at once.
 
 use std::future::Future;
 use std::time::Instant;
@@ -30,13 +31,17 @@ use event_listener::{Listener, listener};
 
 use crate::runtime::worker::{Local, Step};
 
-#[cfg(all(feature = "io", not(loom)))]
+#[cfg(all(test, loom, feature = "io"))]
+pub(super) use driven::park;
+#[cfg(feature = "io")]
 pub(super) use driven::{Sleep, run};
 
-#[cfg(not(all(feature = "io", not(loom))))]
+#[cfg(all(test, loom, not(feature = "io")))]
+pub(super) use plain::park;
+#[cfg(not(feature = "io"))]
 pub(super) use plain::{Sleep, run};
 
-#[cfg(not(all(feature = "io", not(loom))))]
+#[cfg(not(feature = "io"))]
 mod plain {
     use super::*;
 
@@ -46,14 +51,19 @@ mod plain {
             match local.run_rounds(u32::MAX) {
                 Step::Ran => continue,
                 Step::Exit => return,
-                Step::Park => {}
+                Step::Park => park(local),
             }
-            local.shared().idle().begin_park();
-            listener!(local.shared().idle().event() => listener);
-            if let Some(park) = local.prepare_park() {
-                local.sleep.wait(listener, local.deadline(park));
-                local.finish_park(park);
-            }
+        }
+    }
+
+    /// Sleeps until notified or the timer wheel's next deadline, unless the last look
+    /// finds work.
+    pub(crate) fn park(local: &Local) {
+        local.shared().idle().begin_park();
+        listener!(local.shared().idle().event() => listener);
+        if let Some(park) = local.prepare_park() {
+            local.sleep.wait(listener, local.deadline(park));
+            local.finish_park(park);
         }
     }
 
@@ -98,7 +108,7 @@ where
     }
 }
 
-#[cfg(all(feature = "io", not(loom)))]
+#[cfg(feature = "io")]
 mod driven {
     use std::cell::Cell;
     use std::pin::Pin;
@@ -124,20 +134,26 @@ mod driven {
                     continue;
                 }
                 Step::Exit => return,
-                Step::Park => {}
+                Step::Park => park(local),
             }
-            local.shared().idle().begin_park();
-            listener!(local.shared().idle().event() => listener);
-            if let Some(park) = local.prepare_park() {
-                let deadline = local.deadline(park);
-                if park.is_watch() {
-                    // Off the driver (module docs).
-                    wait_on_listener(listener, deadline);
-                } else {
-                    local.sleep.wait(local.shared(), listener, deadline);
-                }
-                local.finish_park(park);
+        }
+    }
+
+    /// Sleeps until notified, the timer wheel's next deadline or an event that wakes a
+    /// process onto this worker, unless the last look finds work: in the driver if no
+    /// other worker holds it and this one is not the watcher (module docs).
+    pub(crate) fn park(local: &Local) {
+        local.shared().idle().begin_park();
+        listener!(local.shared().idle().event() => listener);
+        if let Some(park) = local.prepare_park() {
+            let deadline = local.deadline(park);
+            if park.is_watch() {
+                // Off the driver (module docs).
+                wait_on_listener(listener, deadline);
+            } else {
+                local.sleep.wait(local.shared(), listener, deadline);
             }
+            local.finish_park(park);
         }
     }
 
@@ -202,6 +218,11 @@ mod driven {
                     // The poll failed (not by a signal): sleep on the event instead,
                     // rather than try it again at once.
                     failed = true;
+                    break;
+                }
+                if cfg!(loom) && deadline.is_some() {
+                    // loom has no clock: the timed poll returned at once, the earliest a
+                    // timed sleep may end.
                     break;
                 }
                 if self.woken.get() > 0
