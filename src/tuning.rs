@@ -187,3 +187,13 @@ pub(crate) const LONG_POLL_TAKEOVER: Duration = Duration::from_millis(5);
 /// long poll held up.
 #[cfg(feature = "console")]
 pub(crate) const TAKEOVERS_LOGGED: usize = 64;
+
+/// The backlog `TcpListener::bind` asks for: the largest the system allows, as Go's
+/// `net.Listen` does, since the kernel caps it (Linux at `net.core.somaxconn`, 4096 by
+/// default since 5.4; the BSDs and macOS at `kern.ipc.somaxconn`). A connection that
+/// finds the backlog full has its SYN dropped and waits a second for the retry: under
+/// `scripts/load` at 10,000 connections, with the 128 that mio (so tokio) and std use, wrk
+/// counted 129 to 375 timeouts a 20 s run and a p99 of 0.8 to 2.8 s (csp and tokio
+/// alike); with the system's 4,096, none, and a p99 of 150 ms.
+#[cfg(feature = "io")]
+pub(crate) const LISTEN_BACKLOG: i32 = i32::MAX;

@@ -114,6 +114,50 @@ fn two_thousand_connections_at_once_are_each_echoed() {
     fds.assert_none_left();
 }
 
+/// A burst of connections beyond the 128 that `mio`, tokio and the standard library listen
+/// with waits in the backlog, each handshake complete, while nobody accepts: `bind` asks for the system's
+/// largest backlog. A connection that found the backlog full would have its SYN dropped
+/// and wait a second for the retry, past the connect's timeout here.
+#[test]
+fn a_burst_beyond_a_thousand_connections_waits_in_the_backlog() {
+    // The system's cap on a backlog (Linux), which the burst stays within.
+    let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|cap| cap.trim().parse().ok())
+        .unwrap_or(4096);
+    let burst = somaxconn.min(1_500);
+    let limit = raise_fd_limit(3 * burst as u64);
+    assert!(
+        limit >= 2 * burst as u64 + 200,
+        "this test needs {} open files; the hard limit is {limit}",
+        2 * burst + 200
+    );
+    let fds = Fds::start();
+    bounded(LIMIT, move || {
+        let rt = common::runtime(1, "backlog");
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let clients: Vec<TcpStream> = (0..burst)
+            .map(|i| {
+                TcpStream::connect_timeout(&addr, Duration::from_millis(500)).unwrap_or_else(
+                    move |err| panic!("connection {i} of {burst} found the backlog full: {err}"),
+                )
+            })
+            .collect();
+        let accepted = rt.block_on(async move {
+            let mut accepted = Vec::with_capacity(burst);
+            for _ in 0..burst {
+                accepted.push(listener.accept().await.expect("accept").0);
+            }
+            accepted
+        });
+        assert_eq!(accepted.len(), burst);
+        drop((clients, accepted));
+        assert_processes_gone(&rt);
+    });
+    fds.assert_none_left();
+}
+
 #[test]
 fn a_reset_or_a_half_close_is_an_error_value_or_the_end_never_a_panic() {
     let fds = Fds::start();

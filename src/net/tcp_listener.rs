@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use crate::net::addr::{ToSocketAddrs, first_ok};
 use crate::net::evented::Evented;
 use crate::net::tcp_stream::TcpStream;
+use crate::tuning::LISTEN_BACKLOG;
 
 /// A TCP socket listening for connections, registered with its runtime's I/O driver.
 ///
@@ -43,8 +44,28 @@ pub struct TcpListener {
     io: Evented<mio::net::TcpListener>,
 }
 
+/// A socket listening on `addr`, with `SO_REUSEADDR` on Unix (as `mio` sets it: a
+/// restarted server binds again while its old connections linger), close-on-exec, and
+/// the backlog of [`LISTEN_BACKLOG`].
+fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    #[cfg(unix)]
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
 impl TcpListener {
-    /// Binds to `addr` (the first of its addresses that binds), with `SO_REUSEADDR`.
+    /// Binds to `addr` (the first of its addresses that binds), with `SO_REUSEADDR`, and
+    /// listens with the largest backlog the system allows (on Linux
+    /// `net.core.somaxconn`, 4096 by default), as Go's `net.Listen` does: a burst of
+    /// connections beyond the 128 that `mio`, tokio and the standard library ask for waits
+    /// in the backlog
+    /// for the accept loop rather than have its handshakes dropped and retried a second
+    /// later. For another backlog, make the listener yourself and pass it to
+    /// [`from_std`](TcpListener::from_std).
     ///
     /// ```
     /// # csp::block_on(async {
@@ -54,7 +75,7 @@ impl TcpListener {
     /// ```
     pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
         first_ok(addr.to_socket_addrs().await?, |addr| {
-            TcpListener::from_mio(mio::net::TcpListener::bind(addr)?)
+            TcpListener::from_std(listen(addr)?)
         })
     }
 
