@@ -114,13 +114,10 @@ fn two_thousand_connections_at_once_are_each_echoed() {
     fds.assert_none_left();
 }
 
-/// A burst of connections beyond the 128 that `mio`, tokio and the standard library listen
-/// with waits in the backlog, each handshake complete, while nobody accepts: `bind` asks for the system's
-/// largest backlog. A connection that found the backlog full would have its SYN dropped
-/// and wait a second for the retry, past the connect's timeout here.
-#[test]
-fn a_burst_beyond_a_thousand_connections_waits_in_the_backlog() {
-    // The system's cap on a backlog (Linux), which the burst stays within.
+/// How many connections the backlog tests open at once: 1,500, or the system's cap on a
+/// backlog (Linux's `net.core.somaxconn`) if lower. Raises the limit on open files for
+/// both ends of each.
+fn backlog_burst() -> usize {
     let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
         .ok()
         .and_then(|cap| cap.trim().parse().ok())
@@ -132,6 +129,16 @@ fn a_burst_beyond_a_thousand_connections_waits_in_the_backlog() {
         "this test needs {} open files; the hard limit is {limit}",
         2 * burst + 200
     );
+    burst
+}
+
+/// A burst of connections beyond the 128 that `mio`, tokio and the standard library listen
+/// with waits in the backlog, each handshake complete, while nobody accepts: `bind` asks for the system's
+/// largest backlog. A connection that found the backlog full would have its SYN dropped
+/// and wait a second for the retry, past the connect's timeout here.
+#[test]
+fn a_burst_beyond_a_thousand_connections_waits_in_the_backlog() {
+    let burst = backlog_burst();
     let fds = Fds::start();
     bounded(LIMIT, move || {
         let rt = common::runtime(1, "backlog");
@@ -154,6 +161,50 @@ fn a_burst_beyond_a_thousand_connections_waits_in_the_backlog() {
         assert_eq!(accepted.len(), burst);
         drop((clients, accepted));
         assert_processes_gone(&rt);
+    });
+    fds.assert_none_left();
+}
+
+/// The same for a Unix domain listener (`mio` listens with the system's largest backlog
+/// there): non-blocking connects, each of which a full backlog would refuse with
+/// `WouldBlock`, all land in the backlog while nobody accepts.
+#[test]
+fn a_burst_of_unix_connections_waits_in_the_backlog() {
+    let burst = backlog_burst();
+    let fds = Fds::start();
+    bounded(LIMIT, move || {
+        let dir = std::env::temp_dir().join(format!("csp-backlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("burst.sock");
+        let _ = std::fs::remove_file(&path);
+        let rt = common::runtime(1, "backlog");
+        let listener = rt
+            .block_on(async { csp::net::unix::UnixListener::bind(&path) })
+            .unwrap();
+        let target = socket2::SockAddr::unix(&path).unwrap();
+        let clients: Vec<socket2::Socket> = (0..burst)
+            .map(|i| {
+                let socket =
+                    socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)
+                        .unwrap();
+                socket.set_nonblocking(true).unwrap();
+                socket.connect(&target).unwrap_or_else(move |err| {
+                    panic!("connection {i} of {burst} found the backlog full: {err}")
+                });
+                socket
+            })
+            .collect();
+        let accepted = rt.block_on(async move {
+            let mut accepted = Vec::with_capacity(burst);
+            for _ in 0..burst {
+                accepted.push(listener.accept().await.expect("accept").0);
+            }
+            accepted
+        });
+        assert_eq!(accepted.len(), burst);
+        drop((clients, accepted));
+        assert_processes_gone(&rt);
+        std::fs::remove_dir_all(&dir).unwrap();
     });
     fds.assert_none_left();
 }

@@ -32,7 +32,9 @@ pub struct UnixListener {
 }
 
 impl UnixListener {
-    /// Binds to the socket file at `path`.
+    /// Binds to the socket file at `path`, listening (on Linux, the BSDs and macOS) with
+    /// the largest backlog the system allows, as
+    /// [`TcpListener::bind`](crate::net::TcpListener::bind) does.
     ///
     /// ```
     /// # csp::block_on(async {
