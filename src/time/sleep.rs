@@ -167,7 +167,8 @@ impl Future for Sleep {
             // SAFETY: the entry is pinned and armed in this runtime's wheel.
             match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
                 Rewake::Waiting => {
-                    record_timer(cx, *this.deadline);
+                    let deadline = *this.deadline;
+                    record_timer(cx, || deadline.map(|d| (d, Instant::now())));
                     return Poll::Pending;
                 }
                 Rewake::Fired => {
@@ -181,7 +182,8 @@ impl Future for Sleep {
         let Some(deadline) = *this.deadline else {
             return Poll::Pending;
         };
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= deadline {
             *this.done = true;
             return Poll::Ready(());
         }
@@ -201,7 +203,8 @@ impl Future for Sleep {
                     // and should it panic, `PinnedDrop` must know where to disarm.
                     *this.runtime = Some(runtime);
                     drop(rest);
-                    record_timer(cx, Some(deadline));
+                    // The time left as of the look above: no second clock reading.
+                    record_timer(cx, || Some((deadline, now)));
                     return Poll::Pending;
                 }
                 Armed::Expired => {
@@ -215,14 +218,18 @@ impl Future for Sleep {
     }
 }
 
-/// Records that the poller waits for a timer due at `deadline` (for dumps and the
-/// console; never a csp-only wait).
-fn record_timer(cx: &Context<'_>, deadline: Option<Instant>) {
-    let millis = deadline.map_or(0, |d| {
-        let left = d.saturating_duration_since(Instant::now()).as_millis();
-        u64::try_from(left).unwrap_or(u64::MAX)
+/// Records that the poller waits for a timer (for dumps and the console; never a
+/// csp-only wait): `due` gives its deadline and the time now, if it has a deadline, and
+/// is called only if the wait is recorded (a poll that recorded a wait already, a
+/// socket's under `timeout`, keeps that one).
+fn record_timer(cx: &Context<'_>, due: impl FnOnce() -> Option<(Instant, Instant)>) {
+    record_outside(cx.waker(), || {
+        let millis = due().map_or(0, |(deadline, now)| {
+            let left = deadline.saturating_duration_since(now).as_millis();
+            u64::try_from(left).unwrap_or(u64::MAX)
+        });
+        WaitOn::Timer { millis }
     });
-    record_outside(cx.waker(), WaitOn::Timer { millis });
 }
 
 impl futures::future::FusedFuture for Sleep {

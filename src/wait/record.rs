@@ -171,22 +171,23 @@ pub(crate) fn record(waker: &Waker, wait: WaitOn, foreign: bool) {
 /// Records `wait`, one that something outside the channels ends (a timer, a socket),
 /// as what the owner of `waker` waits on, unless its poll has already recorded a csp
 /// wait (`timeout(rx.recv())` still reads as the receive); the word is marked foreign
-/// either way, so deadlock detection never counts the owner as blocked.
-pub(crate) fn record_outside(waker: &Waker, wait: WaitOn) {
+/// either way, so deadlock detection never counts the owner as blocked. `wait` is made
+/// only if it is recorded (a timer's reads the clock).
+pub(crate) fn record_outside(waker: &Waker, wait: impl FnOnce() -> WaitOn) {
     if let Some(process) = crate::task::waker::process_of(waker) {
         let slot = &process.header().wait;
         // Relaxed: as in `record_process`.
         let old = slot.load(Ordering::Relaxed);
         let word = match WaitOn::decode(old) {
             Some(_) => old | FOREIGN,
-            None => restamp(old, wait, true),
+            None => restamp(old, wait(), true),
         };
         slot.store(word, Ordering::Relaxed);
     } else if let Some(main) = crate::wait::parker::parker_of(waker) {
         let old = main.wait_word();
         match WaitOn::decode(old) {
             Some(_) => main.record(old | FOREIGN),
-            None => record_main(main, wait, true),
+            None => record_main(main, wait(), true),
         }
     }
 }

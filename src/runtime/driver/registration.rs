@@ -95,12 +95,9 @@ impl Registration {
     ) -> Poll<crate::runtime::driver::readiness::Seen> {
         let polled = self.io.poll_ready(cx, direction);
         if polled.is_pending() {
-            record_outside(
-                cx.waker(),
-                WaitOn::Io {
-                    token: self.token.0 as u64,
-                },
-            );
+            record_outside(cx.waker(), || WaitOn::Io {
+                token: self.token.0 as u64,
+            });
         }
         polled
     }
