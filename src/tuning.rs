@@ -195,5 +195,5 @@ pub(crate) const TAKEOVERS_LOGGED: usize = 64;
 /// `scripts/load` at 10,000 connections, with the 128 that mio (so tokio) and std use, wrk
 /// counted 129 to 375 timeouts a 20 s run and a p99 of 0.8 to 2.8 s (csp and tokio
 /// alike); with the system's 4,096, none, and a p99 of 150 ms.
-#[cfg(feature = "io")]
+#[cfg(all(feature = "io", not(loom)))]
 pub(crate) const LISTEN_BACKLOG: i32 = i32::MAX;

@@ -87,9 +87,6 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
-#[cfg(all(test, loom))]
-use event_listener::listener;
-
 use crate::loom::spin_loop;
 use crate::loom::sync::Arc;
 #[cfg(feature = "console")]

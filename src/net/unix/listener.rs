@@ -32,8 +32,8 @@ pub struct UnixListener {
 }
 
 impl UnixListener {
-    /// Binds to the socket file at `path`, listening (on Linux, the BSDs and macOS) with
-    /// the largest backlog the system allows, as
+    /// Binds to the socket file at `path`, listening (on Linux, FreeBSD, OpenBSD and
+    /// macOS) with the largest backlog the system allows, as
     /// [`TcpListener::bind`](crate::net::TcpListener::bind) does.
     ///
     /// ```

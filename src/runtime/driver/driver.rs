@@ -269,7 +269,10 @@ impl Held<'_> {
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        // Release: our use of the poll happens before the next holder's.
-        self.driver.held.store(false, Ordering::Release);
+        // Release: our use of the poll happens before the next holder's. A swap rather
+        // than a store: loom orders a store against a racing swap (a worker's failed
+        // `try_hold`) more loosely than hardware does, and could see the flag stuck; on
+        // the parking path the read-modify-write costs nothing that shows.
+        let _ = self.driver.held.swap(false, Ordering::Release);
     }
 }

@@ -687,14 +687,15 @@ impl Future for ReadOnce {
 
 /// Two workers park, each in the I/O driver if the other does not hold it (else on the
 /// idle event), while a socket a process waits on becomes readable (this thread is one
-/// worker and the socket's peer). The driver (a model of the operating system's poll in
-/// place of epoll, `driver/selector.rs`) passes from worker to worker as they park and
-/// wake: its poll is never used by two at once (loom checks the cell), and the process
-/// runs: the event reaches the holder's poll, which wakes the process onto the holder's
-/// own queue and the holder out of its sleep to run it. The worker that sees it run shuts
-/// the runtime down, and the notification reaches the other wherever it sleeps (in the
-/// poll, through the listener's waker). A lost event or notification leaves a worker
-/// asleep for good, which loom reports as a deadlock.
+/// worker and the socket's peer) and a third thread spawns a process from outside. The
+/// driver (a model of the operating system's poll in place of epoll,
+/// `driver/selector.rs`) passes from worker to worker as they park and wake: its poll is
+/// never used by two at once (loom checks the cell), and both processes run. The event
+/// reaches the holder's poll, which wakes the reader onto the holder's own queue and the
+/// holder out of its sleep to run it; the spawn's notification reaches a worker asleep
+/// on the idle event, or the one asleep in the poll through the listener's waker. The
+/// worker that sees both run shuts the runtime down, which wakes the other. A lost event
+/// or notification leaves a worker asleep for good, which loom reports as a deadlock.
 #[test]
 fn loom_driver_handed_between_parking_workers() {
     loom::model(|| {
@@ -723,11 +724,12 @@ fn loom_driver_handed_between_parking_workers() {
         // The reader's first poll: it waits for the socket.
         drain(&this);
         assert_eq!(done.load(Ordering::SeqCst), 0, "not readable yet");
-        // Until the reader has run: park, then run what the park brought (no search: the
-        // driver wakes the reader onto its holder's own queue, and the holder runs it).
-        // The first to see it run shuts the runtime down, which wakes the other.
+        // Until both processes have run: park, then run what the park brought (no search:
+        // the driver wakes the reader onto its holder's own queue, and the holder runs
+        // it; the spawned process is in the injector, which every worker takes from).
+        // The first to see both run shuts the runtime down, which wakes the other.
         let work = |local: &Local, done: &AtomicUsize| {
-            while done.load(Ordering::SeqCst) == 0 && !local.shared.is_shutdown() {
+            while done.load(Ordering::SeqCst) < 2 && !local.shared.is_shutdown() {
                 local.park();
                 drain(local);
             }
@@ -745,14 +747,29 @@ fn loom_driver_handed_between_parking_workers() {
             })
         };
 
+        let spawner = {
+            let (shared, done) = (shared.clone(), done.clone());
+            thread::spawn(move || {
+                Shared::spawn(
+                    &shared,
+                    async move {
+                        done.fetch_add(1, Ordering::SeqCst);
+                    },
+                    Location::caller(),
+                )
+            })
+        };
+
         shared
             .io()
             .expect("made above")
             .fire(registered.token, READABLE);
         work(&this, &done);
         let other = other.join().unwrap();
-        assert_eq!(done.load(Ordering::SeqCst), 1, "the reader ran");
+        let spawned = spawner.join().unwrap();
+        assert_eq!(done.load(Ordering::SeqCst), 2, "both processes ran");
         assert!(reader.is_finished());
+        assert!(spawned.is_finished());
         drop(guard);
         this.drain();
         other.drain();
