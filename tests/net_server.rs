@@ -133,9 +133,32 @@ fn backlog_burst() -> usize {
     burst
 }
 
-/// A burst of connections beyond the 128 that `mio`, tokio and the standard library listen
-/// with waits in the backlog, each handshake complete, while nobody accepts: `bind` asks for the system's
-/// largest backlog. A connection that found the backlog full would have its SYN dropped
+/// Accepts the `burst` connections that `clients` made, through `accept`, on `rt`; then,
+/// with both ends closed, checks that the runtime has no process left.
+#[cfg(target_os = "linux")]
+fn accept_the_burst<T, F>(
+    rt: &csp::Runtime,
+    burst: usize,
+    clients: Vec<impl Sized>,
+    mut accept: impl FnMut() -> F,
+) where
+    F: std::future::Future<Output = std::io::Result<T>>,
+{
+    let accepted = rt.block_on(async {
+        let mut accepted = Vec::with_capacity(burst);
+        for _ in 0..burst {
+            accepted.push(accept().await.expect("accept"));
+        }
+        accepted
+    });
+    assert_eq!(accepted.len(), burst);
+    drop((clients, accepted));
+    assert_processes_gone(rt);
+}
+
+/// A burst of connections beyond the 128 that `mio`, tokio and the standard library
+/// listen with waits in the backlog, each handshake complete, while nobody accepts:
+/// `bind` asks for the system's largest backlog. A connection that found the backlog full would have its SYN dropped
 /// and wait a second for the retry, past the connect's timeout here.
 #[cfg(target_os = "linux")] // elsewhere the system's cap is 128 unless raised
 #[test]
@@ -153,16 +176,7 @@ fn a_burst_beyond_a_thousand_connections_waits_in_the_backlog() {
                 )
             })
             .collect();
-        let accepted = rt.block_on(async move {
-            let mut accepted = Vec::with_capacity(burst);
-            for _ in 0..burst {
-                accepted.push(listener.accept().await.expect("accept").0);
-            }
-            accepted
-        });
-        assert_eq!(accepted.len(), burst);
-        drop((clients, accepted));
-        assert_processes_gone(&rt);
+        accept_the_burst(&rt, burst, clients, || listener.accept());
     });
     fds.assert_none_left();
 }
@@ -197,16 +211,7 @@ fn a_burst_of_unix_connections_waits_in_the_backlog() {
                 socket
             })
             .collect();
-        let accepted = rt.block_on(async move {
-            let mut accepted = Vec::with_capacity(burst);
-            for _ in 0..burst {
-                accepted.push(listener.accept().await.expect("accept").0);
-            }
-            accepted
-        });
-        assert_eq!(accepted.len(), burst);
-        drop((clients, accepted));
-        assert_processes_gone(&rt);
+        accept_the_burst(&rt, burst, clients, || listener.accept());
         std::fs::remove_dir_all(&dir).unwrap();
     });
     fds.assert_none_left();
