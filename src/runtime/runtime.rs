@@ -182,38 +182,14 @@ impl Runtime {
         }
         shared.registry().close_and_shutdown_all();
         shared.wake_sysmon();
+        // The watchdog returns at its next look, which the unpark above brings at once,
+        // unless it is dropping a cancelled future it took over; the deadlock monitor,
+        // unparked by `begin_shutdown`, at once, unless its hook is running.
         if let Some(sysmon) = self.sysmon.take() {
-            // It returns at its next look, which the unpark above brings at once, unless
-            // it is dropping a cancelled future it took over: `shutdown_timeout` waits
-            // for it until its deadline, and leaves it behind after, as it leaves a
-            // worker stuck in a poll. Not when this is it (a future's drop may own the
-            // runtime).
-            if sysmon.thread().id() != std::thread::current().id() {
-                if let Some(deadline) = deadline {
-                    while !sysmon.is_finished() && Instant::now() < deadline {
-                        std::thread::sleep(MONITOR_EXIT_POLL);
-                    }
-                }
-                if deadline.is_none() || sysmon.is_finished() {
-                    let _ = sysmon.join();
-                }
-            }
+            join_until(sysmon, deadline);
         }
         if let Some(monitor) = self.monitor.take() {
-            // Unparked by `begin_shutdown`, it returns at once, unless its hook is
-            // running: then `shutdown_timeout` waits for it until its deadline, and
-            // leaves it behind after, as it leaves a worker stuck in a poll. Not when
-            // this is it (its hook dropped the runtime).
-            if monitor.thread().id() != std::thread::current().id() {
-                if let Some(deadline) = deadline {
-                    while !monitor.is_finished() && Instant::now() < deadline {
-                        std::thread::sleep(MONITOR_EXIT_POLL);
-                    }
-                }
-                if deadline.is_none() || monitor.is_finished() {
-                    let _ = monitor.join();
-                }
-            }
+            join_until(monitor, deadline);
         }
         let threads = std::mem::take(&mut self.threads);
         let on_own_worker =
@@ -229,6 +205,24 @@ impl Runtime {
             shared.blocking().wait_exited(deadline);
         }
         shared.drain_injector();
+    }
+}
+
+/// Joins `thread`, one of the runtime's own, waiting at most until `deadline`
+/// (`shutdown_timeout`) and leaving it behind after, as a worker stuck in a poll is left;
+/// not when it is the calling thread (a future's drop, or the deadlock hook, may own the
+/// runtime).
+fn join_until(thread: std::thread::JoinHandle<()>, deadline: Option<Instant>) {
+    if thread.thread().id() == std::thread::current().id() {
+        return;
+    }
+    if let Some(deadline) = deadline {
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(MONITOR_EXIT_POLL);
+        }
+    }
+    if deadline.is_none() || thread.is_finished() {
+        let _ = thread.join();
     }
 }
 
