@@ -5,9 +5,12 @@
 //! - `wheel.rs`: the wheel itself, a plain data structure over intrusive entries;
 //! - `entry.rs`: a timer's entry, living inside the future or channel it serves, and
 //!   what it does on expiry (wake an owner, feed a channel);
-//! - `timers.rs`: a runtime's wheel behind its lock, and how workers drive it.
+//! - `timers.rs`: a runtime's wheel behind its lock, and how workers drive it;
+//! - `loom_models.rs`: loom models of how parking workers keep every deadline covered.
 
 pub(crate) mod entry;
+#[cfg(all(test, loom))]
+mod loom_models;
 pub(crate) mod timers;
 mod wheel;
 
