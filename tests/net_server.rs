@@ -158,8 +158,9 @@ fn accept_the_burst<T, F>(
 
 /// A burst of connections beyond the 128 that `mio`, tokio and the standard library
 /// listen with waits in the backlog, each handshake complete, while nobody accepts:
-/// `bind` asks for the system's largest backlog. A connection that found the backlog full would have its SYN dropped
-/// and wait a second for the retry, past the connect's timeout here.
+/// `bind` asks for the system's largest backlog. A connection that found the backlog
+/// full would have its SYN dropped and wait a second for the retry, past the connect's
+/// timeout here.
 #[cfg(target_os = "linux")] // elsewhere the system's cap is 128 unless raised
 #[test]
 fn a_burst_beyond_a_thousand_connections_waits_in_the_backlog() {
