@@ -40,6 +40,18 @@ pub(crate) struct TakeOver {
     pub(crate) processes: Vec<u64>,
 }
 
+/// What a runtime's threads share.
+///
+/// Most fields are read-mostly once built, and sit together. A field that threads write
+/// while the runtime is busy has its cache lines to itself (`CachePadded`), so that its
+/// writes do not take the read-mostly lines away from every other core: `idle`'s counts
+/// (each worker that searches or parks), `remote_spawned` (each spawn from outside),
+/// `timers` (each timer armed) and `io` (each turn of the driver). The injector and the
+/// per-worker arrays pad themselves. Unpadded, the compiler put `remote_spawned` on the
+/// line of `idle`'s counts and the registry's pointer on the driver's last line. On a
+/// 16-core machine the padding took the time a plain thread spends spawning 100,000
+/// processes (`spawn_remote`) from 74-78 ms to 66 ms at 4 workers, and from 64-68 ms to
+/// 55 ms at 16 (docs/performance.md, 2026-11-26).
 pub(crate) struct Shared {
     /// Unique among the runtimes of this process, never 0.
     id: u64,
@@ -60,13 +72,13 @@ pub(crate) struct Shared {
     /// The watchdog sleeps until a worker wakes up (`sysmon_sleep`).
     sysmon_asleep: AtomicBool,
     /// Spawns from outside this runtime's workers.
-    remote_spawned: AtomicU64,
-    idle: Idle,
+    remote_spawned: CachePadded<AtomicU64>,
+    idle: CachePadded<Idle>,
     registry: Registry,
     blocking: BlockingPool,
     shutdown: AtomicBool,
     workers_running: Latch,
-    timers: Timers,
+    timers: CachePadded<Timers>,
     /// How long everything must stay blocked before `block_on` reports a deadlock
     /// (`None`: detection off).
     pub(super) deadlock_grace: Option<Duration>,
@@ -82,7 +94,7 @@ pub(crate) struct Shared {
     /// The I/O driver, made when the first source registers: a runtime that never
     /// touches a socket keeps no poll, no file descriptor for it.
     #[cfg(feature = "io")]
-    io: std::sync::OnceLock<Driver>,
+    io: CachePadded<std::sync::OnceLock<Driver>>,
 }
 
 impl Scheduler for Shared {
@@ -145,20 +157,20 @@ impl Shared {
             takeover_log: std::sync::Mutex::new(std::collections::VecDeque::new()),
             sysmon: std::sync::OnceLock::new(),
             sysmon_asleep: AtomicBool::new(false),
-            remote_spawned: AtomicU64::new(0),
-            idle: Idle::new(workers),
+            remote_spawned: CachePadded::new(AtomicU64::new(0)),
+            idle: CachePadded::new(Idle::new(workers)),
             registry: Registry::new(workers),
             blocking: BlockingPool::new(thread_name),
             shutdown: AtomicBool::new(false),
             workers_running: Latch::new(0),
-            timers: Timers::new(),
+            timers: CachePadded::new(Timers::new()),
             deadlock_grace,
             main_futures: AtomicUsize::new(0),
             hooks,
             monitor: std::sync::OnceLock::new(),
             console_addr: std::sync::OnceLock::new(),
             #[cfg(feature = "io")]
-            io: std::sync::OnceLock::new(),
+            io: CachePadded::new(std::sync::OnceLock::new()),
         });
         (shared, queues)
     }
