@@ -130,8 +130,8 @@ impl Indices {
 pub(crate) struct Plan {
     /// Enabled arms, in the order they are tried.
     order: Indices,
-    /// One arm per distinct channel, sorted by lock address (filled by `plan_locks`,
-    /// once the quick pass found no arm ready).
+    /// One arm per distinct channel, sorted by lock address (`Operation::lock_key`;
+    /// filled by `plan_locks`, once the quick pass found no arm ready).
     locks: Indices,
     /// Try the arms in written order (`prialt!`), not shuffled.
     biased: bool,
@@ -150,18 +150,18 @@ impl Plan {
     /// Orders the arms' channels for locking them all: needed only when no arm was
     /// ready in the quick pass, so not done for a choice that completes at once.
     fn plan_locks<A: ArmSet + ?Sized>(&mut self, arms: &A) {
-        // Each arm's lock address, looked up once, then sorted and deduplicated.
+        // Each arm's lock key, looked up once, then sorted and deduplicated.
         let order = &self.order;
-        let addr = |i: usize| Self::enabled(arms, i).lock_addr();
+        let key = |i: usize| Self::enabled(arms, i).lock_key();
         let mut inline = [(0, 0); INLINE_ARMS];
         let mut heap = Vec::new();
-        let keyed: &mut [(usize, usize)] = if order.len() <= INLINE_ARMS {
+        let keyed: &mut [(u64, usize)] = if order.len() <= INLINE_ARMS {
             for (slot, i) in inline.iter_mut().zip(order.iter()) {
-                *slot = (addr(i), i);
+                *slot = (key(i), i);
             }
             &mut inline[..order.len()]
         } else {
-            heap.extend(order.iter().map(|i| (addr(i), i)));
+            heap.extend(order.iter().map(|i| (key(i), i)));
             &mut heap
         };
         keyed.sort_unstable();

@@ -300,8 +300,12 @@ impl<T> Outcome for ClosedOp<'_, T> {
 /// The lock plumbing every channel operation shares.
 macro_rules! channel_lock {
     () => {
-        fn lock_addr(&self) -> usize {
-            self.chan.lock_address()
+        fn lock_key(&self) -> u64 {
+            if cfg!(loom) {
+                self.chan.id()
+            } else {
+                self.chan.lock_address() as u64
+            }
         }
 
         fn lock(&self) {

@@ -8,14 +8,18 @@ use crate::wait::claim::{Claim, Wakes};
 
 /// One communication on one channel, as an arm of a choice.
 ///
-/// The choice locks the channel (`lock`/`unlock`; in `lock_addr` order when it has
+/// The choice locks the channel (`lock`/`unlock`; in `lock_key` order when it has
 /// several), then calls `try_now` on each arm, or `register` on every arm; later, when
 /// its claim fired arm `i`, `unregister` on the others and `take_fired` on arm `i`.
 /// Every method but `take_fired` and `abandon` runs under the arm's channel lock.
 pub(crate) trait Operation {
-    /// The address of the channel's lock: a choice over several channels locks them in
-    /// this order (and once each).
-    fn lock_addr(&self) -> usize;
+    /// Where the channel comes in the one order in which choices lock channels (and
+    /// each once): the address of its lock (DESIGN.md). Under loom, the channel's id
+    /// instead: a model must take the same locks in the same order in every execution
+    /// it replays, and addresses can change between executions when another model in
+    /// the same process allocates meanwhile; ids follow the order the model made its
+    /// channels in. Either is one total order over all channels, all a choice needs.
+    fn lock_key(&self) -> u64;
 
     /// Locks the channel.
     fn lock(&self);
