@@ -283,6 +283,77 @@ fn a_reset_or_a_half_close_is_an_error_value_or_the_end_never_a_panic() {
     fds.assert_none_left();
 }
 
+/// A read that comes back short (it emptied the socket) leaves the connection waiting
+/// for the next event rather than reading again: bytes that arrive later still wake it,
+/// the end of the stream reported with the last bytes is still seen, and a vectored read
+/// over more slices than one system call takes (which comes back short with bytes still
+/// queued) reads on.
+#[test]
+fn a_short_read_waits_for_the_next_bytes_and_still_sees_the_end() {
+    let fds = Fds::start();
+    bounded(LIMIT, || {
+        let rt = common::runtime(2, "short-reads");
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = rt.spawn(async move {
+            let (mut conn, _) = listener.accept().await?;
+            let mut buf = [0; 64];
+            let mut reads = Vec::new();
+            // "first", then "second" sent only once the server answered the first.
+            for _ in 0..2 {
+                let n = conn.read(&mut buf).await?;
+                reads.push(buf[..n].to_vec());
+                conn.write_all(b"ok").await?;
+            }
+            // "third" and the end of the stream, both there before this read.
+            csp::sleep(Duration::from_millis(50)).await;
+            let n = conn.read(&mut buf).await?;
+            reads.push(buf[..n].to_vec());
+            let end = conn.read(&mut buf).await?;
+            std::io::Result::Ok((reads, end))
+        });
+        let mut client = TcpStream::connect(addr).unwrap();
+        let mut ok = [0; 2];
+        client.write_all(b"first").unwrap();
+        client.read_exact(&mut ok).unwrap();
+        client.write_all(b"second").unwrap();
+        client.read_exact(&mut ok).unwrap();
+        client.write_all(b"third").unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        let (reads, end) = rt.block_on(server).unwrap().unwrap();
+        assert_eq!(reads, [&b"first"[..], b"second", b"third"]);
+        assert_eq!(end, 0, "the end of the stream");
+
+        // 1,025 one-byte slices: `readv` takes 1,024 of them, and the rest of the bytes
+        // are still queued, with no event to come.
+        const SLICES: usize = 1_025;
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = rt.spawn(async move {
+            let (mut conn, _) = listener.accept().await?;
+            let mut bytes = vec![[0u8; 1]; SLICES];
+            let first = {
+                let mut slices: Vec<_> = bytes
+                    .iter_mut()
+                    .map(|b| std::io::IoSliceMut::new(b))
+                    .collect();
+                conn.read_vectored(&mut slices).await?
+            };
+            let mut rest = vec![0; 4096];
+            let second = conn.read(&mut rest).await?;
+            std::io::Result::Ok((first, second))
+        });
+        let mut client = TcpStream::connect(addr).unwrap();
+        client.write_all(&[7; 2000]).unwrap();
+        let (first, second) = rt.block_on(server).unwrap().unwrap();
+        assert_eq!(first, 1024, "one call takes IOV_MAX slices");
+        assert_eq!(second, 2000 - 1024, "the rest is read without a new event");
+        drop(client);
+        assert_processes_gone(&rt);
+    });
+    fds.assert_none_left();
+}
+
 /// Makes closing `stream` reset the connection rather than end it.
 fn set_linger_zero(stream: &TcpStream) {
     use std::os::fd::AsRawFd;
