@@ -4,22 +4,6 @@
 //! nothing is buffered, so a flush has nothing to do, and closing shuts the writing side
 //! down.
 
-/// Most slices one `readv`/`writev` takes (`IOV_MAX`: 1024 on Linux, macOS and the
-/// BSDs); std passes no more. A vectored call over more slices moves at most this many,
-/// so coming up short says nothing about the socket, and such a call never counts as
-/// one that drained it (`Registration::poll_stream_io`).
-pub(crate) const IOV_MAX: usize = 1024;
-
-/// The bytes a vectored call over `bufs` asks the system to move, for telling a short
-/// result (`Registration::poll_stream_io`); 0, which no result is short of, past
-/// [`IOV_MAX`] slices.
-pub(crate) fn vectored_len<B: std::ops::Deref<Target = [u8]>>(bufs: &[B]) -> usize {
-    if bufs.len() > IOV_MAX {
-        return 0;
-    }
-    bufs.iter().map(|buf| buf.len()).sum()
-}
-
 /// Implements the I/O traits for `$ty`, which has a field `io: Evented<M>` with `&M:
 /// Read + Write`, and a `shutdown(&self, Shutdown) -> io::Result<()>`.
 macro_rules! stream_io {
@@ -31,8 +15,7 @@ macro_rules! stream_io {
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Read;
-                self.io
-                    .poll_stream_read(cx, buf.len(), |mut io| io.read(buf))
+                self.io.poll_read_with(cx, |mut io| io.read(buf))
             }
 
             fn poll_read_vectored_ref(
@@ -41,9 +24,7 @@ macro_rules! stream_io {
                 bufs: &mut [std::io::IoSliceMut<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Read;
-                let len = $crate::net::stream_io::vectored_len(bufs);
-                self.io
-                    .poll_stream_read(cx, len, |mut io| io.read_vectored(bufs))
+                self.io.poll_read_with(cx, |mut io| io.read_vectored(bufs))
             }
 
             fn poll_write_ref(
@@ -52,8 +33,7 @@ macro_rules! stream_io {
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
-                self.io
-                    .poll_stream_write(cx, buf.len(), |mut io| io.write(buf))
+                self.io.poll_write_with(cx, |mut io| io.write(buf))
             }
 
             fn poll_write_vectored_ref(
@@ -62,9 +42,7 @@ macro_rules! stream_io {
                 bufs: &[std::io::IoSlice<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
-                let len = $crate::net::stream_io::vectored_len(bufs);
-                self.io
-                    .poll_stream_write(cx, len, |mut io| io.write_vectored(bufs))
+                self.io.poll_write_with(cx, |mut io| io.write_vectored(bufs))
             }
 
             /// Shuts the writing side down; a connection the peer already closed is no

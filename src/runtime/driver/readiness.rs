@@ -3,8 +3,8 @@
 //!
 //! | bits   | name             | set by the driver when                        | cleared              |
 //! |--------|------------------|-----------------------------------------------|----------------------|
-//! | 0      | [`READABLE`]     | the source became readable                    | a read's `WouldBlock`, a stream's short read |
-//! | 1      | [`WRITABLE`]     | the source became writable                    | a write's `WouldBlock`, a stream's short write |
+//! | 0      | [`READABLE`]     | the source became readable                    | a read's `WouldBlock` |
+//! | 1      | [`WRITABLE`]     | the source became writable                    | a write's `WouldBlock` |
 //! | 2      | [`READ_CLOSED`]  | the peer closed its writing side (or hung up) | a read's `WouldBlock` |
 //! | 3      | [`WRITE_CLOSED`] | the source can no longer be written           | a write's `WouldBlock` |
 //! | 4      | [`ERROR`]        | the source reported an error                  | either's `WouldBlock` |
@@ -16,16 +16,6 @@
 //! That clear is conditional on the tick: an operation clears only the readiness it saw
 //! ([`Seen`]), and if an event arrived since (a newer tick) the word is left alone, so a
 //! readiness reported between the operation's look and its clear is never lost.
-//!
-//! A stream socket's read that returns fewer bytes than it asked for has emptied the
-//! socket's receive queue, and a write that takes fewer than it was given has filled the
-//! send queue: the next call would get `WouldBlock`. So such a call clears its own
-//! direction's readiness as a `WouldBlock` would ([`Readiness::clear_drained`]), and
-//! the next operation waits for the event instead of making that call. The same tick
-//! rule keeps it safe: a byte (or room) that arrives after the call makes the operating
-//! system report a new edge, which either comes after the clear or leaves the word with
-//! a newer tick that the clear does not touch. Closed and error bits stay: the peer's
-//! end of stream is reported once, and the next read must still see it.
 //!
 //! Every ordering is `AcqRel` (or `Acquire` for loads): the driver's set publishes the
 //! event to the operation that then tries the system call.
@@ -73,14 +63,6 @@ impl Direction {
     /// datagram socket shut for reading) must wait for its next event, not spin.
     fn clearable(self) -> usize {
         self.mask() & !SHUT_DOWN
-    }
-
-    /// The bit a short read or write clears: this direction's readiness alone.
-    fn ready_bit(self) -> usize {
-        match self {
-            Direction::Read => READABLE,
-            Direction::Write => WRITABLE,
-        }
     }
 }
 
@@ -153,25 +135,12 @@ impl Readiness {
     /// if a newer event stands (it should try again).
     #[must_use]
     pub(crate) fn clear(&self, seen: Seen) -> bool {
-        self.clear_bits(seen, seen.direction.clearable())
-    }
-
-    /// After a stream's read that acted on `seen` returned fewer bytes than it asked for
-    /// (or a write took fewer than it was given): the direction's readiness bit is
-    /// cleared, as by a `WouldBlock` but keeping the closed and error bits (module docs),
-    /// unless an event arrived since `seen`. True if cleared.
-    pub(crate) fn clear_drained(&self, seen: Seen) -> bool {
-        self.clear_bits(seen, seen.direction.ready_bit())
-    }
-
-    /// Clears `bits` of the word if its tick is still `seen`'s.
-    fn clear_bits(&self, seen: Seen, bits: usize) -> bool {
         let mut current = self.word.load(Ordering::Acquire);
         loop {
             if current >> TICK_SHIFT != seen.tick {
                 return false;
             }
-            let next = current & !bits;
+            let next = current & !seen.direction.clearable();
             if next == current {
                 return true;
             }
@@ -263,44 +232,6 @@ mod tests {
             "for good"
         );
         assert!(fresh.seen(Direction::Write).unwrap().is_shut_down());
-    }
-
-    #[test]
-    fn a_short_read_clears_readable_and_keeps_the_end_of_stream() {
-        let r = Readiness::new();
-        // The last bytes and the peer's end of stream, reported in one event.
-        r.set(READABLE | READ_CLOSED | WRITABLE, 1);
-        let seen = r.seen(Direction::Read).unwrap();
-        assert!(r.clear_drained(seen));
-        let after = r
-            .seen(Direction::Read)
-            .expect("the end of stream still ends a wait");
-        assert_eq!(after.ready, READ_CLOSED, "readable cleared, closed kept");
-        assert!(
-            r.seen(Direction::Write).is_some(),
-            "the other direction stays"
-        );
-        // A short write clears only its own direction's readiness too.
-        let seen = r.seen(Direction::Write).unwrap();
-        assert!(r.clear_drained(seen));
-        assert!(r.seen(Direction::Write).is_none());
-        assert!(r.seen(Direction::Read).is_some());
-    }
-
-    #[test]
-    fn bytes_that_arrive_after_a_short_read_survive_its_clear() {
-        let r = Readiness::new();
-        r.set(READABLE, 1);
-        let seen = r.seen(Direction::Read).unwrap();
-        // The read came back short; before its clear, more bytes arrive.
-        r.set(READABLE, 2);
-        assert!(!r.clear_drained(seen), "the newer event stands");
-        assert!(r.seen(Direction::Read).is_some());
-        // An error seen with the readiness stays for the next call to report.
-        r.set(ERROR, 3);
-        let seen = r.seen(Direction::Read).unwrap();
-        assert!(r.clear_drained(seen));
-        assert_eq!(r.seen(Direction::Read).unwrap().ready, ERROR);
     }
 
     #[test]

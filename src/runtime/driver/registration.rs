@@ -54,42 +54,11 @@ impl Registration {
         &self,
         cx: &mut Context<'_>,
         direction: Direction,
-        op: impl FnMut() -> io::Result<R>,
-    ) -> Poll<io::Result<R>> {
-        self.poll_io_until_drained(cx, direction, op, |_| false)
-    }
-
-    /// As [`poll_io`](Self::poll_io), for a stream socket's read or write of `len` bytes:
-    /// one that moves fewer (but some) has drained the socket in its direction, and
-    /// clears that readiness, so the next operation waits for the operating system's
-    /// next event instead of making a call that would get `WouldBlock`
-    /// (`readiness.rs`, where the argument is).
-    pub(crate) fn poll_stream_io(
-        &self,
-        cx: &mut Context<'_>,
-        direction: Direction,
-        len: usize,
-        op: impl FnMut() -> io::Result<usize>,
-    ) -> Poll<io::Result<usize>> {
-        self.poll_io_until_drained(cx, direction, op, |&n| 0 < n && n < len)
-    }
-
-    /// [`poll_io`](Self::poll_io), clearing the readiness seen after a result that
-    /// `drained` says emptied the source in `direction`.
-    fn poll_io_until_drained<R>(
-        &self,
-        cx: &mut Context<'_>,
-        direction: Direction,
         mut op: impl FnMut() -> io::Result<R>,
-        drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
         loop {
             let seen = ready!(self.wait_ready(cx, direction));
             match op() {
-                Ok(done) if drained(&done) => {
-                    self.io.clear_drained(seen);
-                    return Poll::Ready(Ok(done));
-                }
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                     if seen.is_shut_down() {
                         return Poll::Ready(Err(shut_down_error()));

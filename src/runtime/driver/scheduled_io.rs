@@ -62,12 +62,6 @@ impl ScheduledIo {
         self.readiness.clear(seen)
     }
 
-    /// A stream's read or write acting on `seen` came up short: its direction's
-    /// readiness is cleared unless a newer event stands (`Readiness::clear_drained`).
-    pub(crate) fn clear_drained(&self, seen: Seen) {
-        let _ = self.readiness.clear_drained(seen);
-    }
-
     /// The driver's report for this source, from poll `tick`: `ready` (bits of
     /// `readiness.rs`) is recorded, then each direction it ends a wait in is woken.
     pub(crate) fn dispatch(&self, ready: usize, tick: usize) {
