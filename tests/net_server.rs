@@ -283,11 +283,12 @@ fn a_reset_or_a_half_close_is_an_error_value_or_the_end_never_a_panic() {
     fds.assert_none_left();
 }
 
-/// A read that comes back short (it emptied the socket) leaves the connection waiting
-/// for the next event rather than reading again: bytes that arrive later still wake it,
-/// the end of the stream reported with the last bytes is still seen, and a vectored read
-/// over more slices than one system call takes (which comes back short with bytes still
-/// queued) reads on.
+/// Reads that come back short (they emptied the socket): bytes that arrive later still
+/// wake the reader, the end of the stream that came with the last bytes is still seen,
+/// and a vectored read over more slices than one system call takes, which comes back
+/// short with bytes still queued, reads on. (A read path that waits for the next event
+/// after a short read, as tokio's does, must keep all three; csp's reads again until
+/// `WouldBlock`, docs/performance.md.)
 #[test]
 fn a_short_read_waits_for_the_next_bytes_and_still_sees_the_end() {
     let fds = Fds::start();
