@@ -49,9 +49,10 @@ pub(crate) struct TakeOver {
 /// `timers` (each timer armed) and `io` (each turn of the driver). The injector and the
 /// per-worker arrays pad themselves. Unpadded, the compiler put `remote_spawned` on the
 /// line of `idle`'s counts and the registry's pointer on the driver's last line. On a
-/// 16-core machine the padding took the time a plain thread spends spawning 100,000
-/// processes (`spawn_remote`) from 74-78 ms to 66 ms at 4 workers, and from 64-68 ms to
-/// 55 ms at 16 (docs/performance.md, 2026-11-26).
+/// 16-core machine, in the release profile, the padding took the time a plain thread
+/// spends spawning 100,000 processes (`spawn_remote`) from 74-78 ms to 66 ms at 4
+/// workers, and from 64-68 ms to 55 ms at 16; the LTO build's ratio to tokio moved less
+/// (docs/performance.md, 2026-11-26).
 pub(crate) struct Shared {
     /// Unique among the runtimes of this process, never 0.
     id: u64,
