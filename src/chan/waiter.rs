@@ -6,6 +6,7 @@
 //! entry under that lock before the memory goes, so no claimer can touch freed memory.
 
 use std::marker::PhantomPinned;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 use crate::loom::cell::UnsafeCell;
@@ -137,12 +138,21 @@ impl<T> Waiter<T> {
 /// complete at once and never wait, and an `alt!` builds one operation per arm on every
 /// pass: building the entry only for those that wait saves its stores (and the copy
 /// of them into the process's state) everywhere else.
-pub(crate) struct LazyWaiter<T>(UnsafeCell<Option<Waiter<T>>>);
+pub(crate) struct LazyWaiter<T> {
+    /// Whether `entry` holds a built entry: set once, by the owner, in
+    /// [`get_or_build`](Self::get_or_build); read only by the owner.
+    built: UnsafeCell<bool>,
+    /// The entry once `built`; uninitialised before.
+    entry: UnsafeCell<MaybeUninit<Waiter<T>>>,
+}
 
 impl<T> LazyWaiter<T> {
     #[inline]
     pub(crate) fn new() -> LazyWaiter<T> {
-        LazyWaiter(UnsafeCell::new(None))
+        LazyWaiter {
+            built: UnsafeCell::new(false),
+            entry: UnsafeCell::new(MaybeUninit::uninit()),
+        }
     }
 
     /// The entry, built (empty and unlinked) if it was not yet.
@@ -152,10 +162,19 @@ impl<T> LazyWaiter<T> {
     /// using it).
     #[inline]
     pub(crate) unsafe fn get_or_build(&self) -> NonNull<Waiter<T>> {
-        // SAFETY: per the caller, nobody else reaches the entry now.
-        self.0.with_mut(|entry| {
-            NonNull::from(unsafe { (*entry).get_or_insert_with(|| Waiter::new(None)) })
-        })
+        // SAFETY: per the caller, nobody else reaches the flag or the entry now.
+        if !self.built.with(|built| unsafe { *built }) {
+            // Written in place, not built aside and moved into an `Option`: that move
+            // copied the unwritten bytes of the entry's empty `slot` with a load wider
+            // than the stores beside them, which stalled on them (some 10% of a ring
+            // hop's time).
+            self.entry
+                .with_mut(|entry| unsafe { (*entry).write(Waiter::new(None)) });
+            self.built.with_mut(|built| unsafe { *built = true });
+        }
+        // SAFETY: built, above or before.
+        self.entry
+            .with(|entry| NonNull::from(unsafe { (*entry).assume_init_ref() }))
     }
 
     /// True if the entry was built and belongs to a choice ([`Waiter::is_chosen`]).
@@ -164,8 +183,7 @@ impl<T> LazyWaiter<T> {
     pub(crate) fn is_chosen(&self) -> bool {
         // SAFETY: the owner's shared look at its own entry, whose choice claimers only
         // read.
-        self.0
-            .with(|entry| unsafe { (*entry).as_ref() }.is_some_and(Waiter::is_chosen))
+        unsafe { self.get() }.is_some_and(|entry| unsafe { entry.as_ref() }.is_chosen())
     }
 
     /// The entry, if it was ever built (only a built one can be linked or fired).
@@ -174,10 +192,28 @@ impl<T> LazyWaiter<T> {
     /// Only the operation's owner calls this.
     #[inline]
     pub(crate) unsafe fn get(&self) -> Option<NonNull<Waiter<T>>> {
-        // SAFETY: a shared look by the owner, the only one who builds the entry; claimers
-        // reach only its fields, which are cells of their own.
-        self.0
-            .with(|entry| unsafe { (*entry).as_ref() }.map(NonNull::from))
+        // SAFETY: the flag is the owner's, and the caller is the owner.
+        if !self.built.with(|built| unsafe { *built }) {
+            return None;
+        }
+        // SAFETY: built; a shared look by the owner, the only one who builds the entry;
+        // claimers reach only its fields, which are cells of their own.
+        Some(
+            self.entry
+                .with(|entry| NonNull::from(unsafe { (*entry).assume_init_ref() })),
+        )
+    }
+}
+
+impl<T> Drop for LazyWaiter<T> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: nobody else reaches the entry (an operation unlinks its
+        // entry before its fields drop); a built entry is initialised.
+        unsafe {
+            if let Some(entry) = self.get() {
+                entry.as_ptr().drop_in_place();
+            }
+        }
     }
 }
 
