@@ -328,3 +328,53 @@ impl<T> WaitList<T> {
         unsafe { waiter.as_ref().next.with(|n| *n) }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::LazyWaiter;
+
+    /// A value whose drops are counted.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_lazy_entry_is_built_once_on_first_use() {
+        let lazy = LazyWaiter::<u64>::new();
+        // SAFETY: this test owns the entry, which is never linked.
+        unsafe {
+            assert!(lazy.get().is_none(), "built before it was asked for");
+            assert!(!lazy.is_chosen());
+            let built = lazy.get_or_build();
+            assert_eq!(lazy.get(), Some(built));
+            assert_eq!(lazy.get_or_build(), built, "built a second time");
+            assert!(built.as_ref().with_slot(|slot| slot.is_none()));
+            assert!(!lazy.is_chosen(), "a fresh entry belongs to no choice");
+        }
+    }
+
+    #[test]
+    fn a_built_entry_drops_the_value_in_its_slot_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let never_built = LazyWaiter::<Counted>::new();
+        drop(never_built);
+        let lazy = LazyWaiter::<Counted>::new();
+        // SAFETY: this test owns the entry, which is never linked.
+        unsafe {
+            let entry = lazy.get_or_build();
+            entry
+                .as_ref()
+                .with_slot(|slot| *slot = Some(Counted(drops.clone())));
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        drop(lazy);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+}
