@@ -162,19 +162,19 @@ impl<T> LazyWaiter<T> {
     /// using it).
     #[inline]
     pub(crate) unsafe fn get_or_build(&self) -> NonNull<Waiter<T>> {
-        // SAFETY: per the caller, nobody else reaches the flag or the entry now.
-        if !self.built.with(|built| unsafe { *built }) {
-            // Written in place, not built aside and moved into an `Option`: that move
-            // copied the unwritten bytes of the entry's empty `slot` with a load wider
-            // than the stores beside them, which stalled on them (some 10% of a ring
-            // hop's time).
-            self.entry
-                .with_mut(|entry| unsafe { (*entry).write(Waiter::new(None)) });
-            self.built.with_mut(|built| unsafe { *built = true });
+        // SAFETY: per the caller.
+        if let Some(entry) = unsafe { self.get() } {
+            return entry;
         }
-        // SAFETY: built, above or before.
-        self.entry
-            .with(|entry| NonNull::from(unsafe { (*entry).assume_init_ref() }))
+        // Written in place, not built aside and moved into an `Option`: that move copied
+        // the unwritten bytes of the entry's empty `slot` with a load wider than the
+        // stores beside them, which stalled on them (some 10% of a ring hop's time).
+        // SAFETY: per the caller, nobody else reaches the flag or the entry now.
+        let entry = self
+            .entry
+            .with_mut(|entry| NonNull::from(unsafe { (*entry).write(Waiter::new(None)) }));
+        self.built.with_mut(|built| unsafe { *built = true });
+        entry
     }
 
     /// True if the entry was built and belongs to a choice ([`Waiter::is_chosen`]).
