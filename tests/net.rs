@@ -415,3 +415,46 @@ fn timers_fire_while_the_only_worker_sleeps_in_the_driver() {
     });
     fds.assert_none_left();
 }
+
+#[test]
+fn a_socket_is_served_while_every_worker_is_busy() {
+    // One worker, kept busy by a process that yields until told to stop, so it never
+    // parks in the driver: the socket is served by the busy worker's periodic look.
+    let fds = Fds::start();
+    bounded(LIMIT, || {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let rt = common::runtime(1, "io-busy");
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let spinner = rt.spawn({
+            let stop = stop.clone();
+            async move {
+                let mut yields = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    csp::yield_now().await;
+                    yields += 1;
+                }
+                yields
+            }
+        });
+        let reader = rt.spawn(async move {
+            use csp::net::AsyncReadExt;
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut byte = [0];
+            conn.read_exact(&mut byte).await.unwrap();
+            byte[0]
+        });
+        let mut conn = connect(addr);
+        conn.write_all(&[7]).unwrap();
+        assert_eq!(rt.block_on(reader).unwrap(), 7);
+        stop.store(true, Ordering::Relaxed);
+        assert!(
+            rt.block_on(spinner).unwrap() > 0,
+            "the worker was never busy"
+        );
+        assert_processes_gone(&rt);
+    });
+    fds.assert_none_left();
+}

@@ -8,7 +8,7 @@
 //! as a duplicated descriptor makes one) reaches nothing. The holder looks a batch's
 //! sources up under the table's lock, once per poll, and wakes them after.
 
-use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -40,6 +40,9 @@ pub(crate) struct Driver {
     /// Wakes the holder out of its poll.
     waker: Waker,
     sources: Mutex<Sources>,
+    /// How many sources are registered: changed under `sources`' lock, read without it
+    /// by busy workers deciding whether a look at the driver can find anything.
+    live: AtomicUsize,
     shut_down: AtomicBool,
 }
 
@@ -118,6 +121,7 @@ impl Driver {
             registry,
             waker,
             sources: Mutex::new(Sources::default()),
+            live: AtomicUsize::new(0),
             shut_down: AtomicBool::new(false),
         })
     }
@@ -130,6 +134,19 @@ impl Driver {
             return None;
         }
         Some(Held { driver: self })
+    }
+
+    /// Whether any source is registered: if none is, a poll can report nothing but the
+    /// driver's own waker, and a busy worker has no reason to look.
+    ///
+    /// A hint, read without the lock: a registration on another thread may be seen a
+    /// little late, at the busy worker's next check (`DRIVER_POLL_INTERVAL` rounds on),
+    /// which keeps the bound on how long a ready socket waits while every worker is busy.
+    #[inline]
+    pub(crate) fn has_sources(&self) -> bool {
+        // Relaxed: nothing is read on the strength of it; a stale answer costs one
+        // look made or skipped.
+        self.live.load(Ordering::Relaxed) > 0
     }
 
     /// A waker that brings the holder out of its poll.
@@ -167,6 +184,8 @@ impl Driver {
             return Err(err);
         }
         slot.io = Some(io.clone());
+        // Relaxed: a count for `has_sources`, which orders nothing (see there).
+        self.live.fetch_add(1, Ordering::Relaxed);
         Ok(Registered { io, token })
     }
 
@@ -186,6 +205,8 @@ impl Driver {
             // which no program lives to see.
             slot.generation = slot.generation.wrapping_add(1) & (usize::MAX >> INDEX_BITS);
             sources.free.push(index);
+            // Relaxed: as in `register`.
+            self.live.fetch_sub(1, Ordering::Relaxed);
         }
     }
 

@@ -13,7 +13,8 @@
 //!
 //! A worker with nothing to do holds the driver, if no other worker does, and sleeps in
 //! its poll until an event, the timer wheel's next deadline, or a notification
-//! (`worker/park.rs`); a busy runtime polls it without waiting at a bounded interval.
+//! (`worker/park.rs`); a busy runtime polls it without waiting at a bounded interval,
+//! while any source is registered.
 //! The lock-free parts (readiness word, waker slot) are loom-modelled, and so is the
 //! hand-over of the driver between parking workers, with a model of the poll in place of
 //! the operating system's.

@@ -117,6 +117,7 @@ mod driven {
 
     use super::*;
     use crate::runtime::Shared;
+    use crate::runtime::driver::Driver;
     use crate::tuning::{DRIVER_POLL_INTERVAL, DRIVER_POLL_PERIOD};
 
     /// Runs `local`'s loop until shutdown, sleeping in the I/O driver to park when it can
@@ -126,6 +127,11 @@ mod driven {
         loop {
             match local.run_rounds(DRIVER_POLL_INTERVAL) {
                 Step::Ran => {
+                    // No driver, or no source registered with it: a look would find
+                    // nothing, and the clock need not be read (`DRIVER_POLL_INTERVAL`).
+                    if !local.shared().io().is_some_and(Driver::has_sources) {
+                        continue;
+                    }
                     let now = Instant::now();
                     if now.duration_since(driver_polled) >= DRIVER_POLL_PERIOD {
                         driver_polled = now;
