@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::loom::sync::Arc;
 use crate::runtime::Shared;
+use crate::task::panic::discard;
 use crate::tuning::DEADLOCK_MONITOR_MIN_PERIOD;
 
 /// The user's deadlock callback.
@@ -56,9 +57,7 @@ pub(crate) fn run(shared: Arc<Shared>, grace: Duration, hook: DeadlockHook) {
                 if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (hook.0)(&report))) {
                     eprintln!("csp: the on_deadlock hook panicked; the runtime goes on");
                     // The payload's drop is foreign code too.
-                    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-                        std::mem::forget(again);
-                    }
+                    discard(payload);
                 }
             }
         }

@@ -11,6 +11,8 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use crate::task::panic::discard;
+
 /// A hook, shared by every thread of the runtime.
 pub(crate) type Hook = Arc<dyn Fn() + Send + Sync + 'static>;
 
@@ -63,10 +65,7 @@ fn run(hook: Option<&Hook>, which: &str) {
             thread.name().unwrap_or("<unnamed>")
         );
         // The payload's own drop is foreign code too.
-        if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-            eprintln!("csp: dropping the panic payload of the {which} hook panicked too");
-            std::mem::forget(again);
-        }
+        discard(payload);
     }
 }
 

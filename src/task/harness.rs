@@ -17,6 +17,7 @@ use crate::task::cell::{Cell, Stage};
 use crate::task::header::Header;
 use crate::task::join_waiter::JoinWaiter;
 use crate::task::loan::{Offer, PollRef};
+use crate::task::panic::{catching, discard};
 use crate::task::raw::{Notified, RawTask};
 use crate::task::scheduler::{self, Schedule, Scheduler};
 use crate::task::state::{JoinDrop, ToIdle, ToRunning};
@@ -211,7 +212,7 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
             Ok(()) => Some(result),
             Err(payload) => {
                 // Dropping the future panicked: that panic is the result.
-                let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(result)));
+                catching(move || drop(result));
                 Some(Err(JoinError::panicked(id, payload)))
             }
         }
@@ -260,11 +261,13 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
         if !before.has_join_interest() {
             // Nobody will read the output: it is ours to drop. SAFETY: COMPLETE without
             // JOIN_INTEREST leaves the output with the completer.
-            let _ = unsafe { self.set_stage(Stage::Consumed) };
+            if let Err(payload) = unsafe { self.set_stage(Stage::Consumed) } {
+                discard(payload);
+            }
         } else if before.has_join_waker() {
             // The waker is the awaiting side's code (perhaps another executor's): a panic
             // in it must not unwind through this worker.
-            let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+            catching(|| {
                 // SAFETY: with COMPLETE and JOIN_WAKER both set, the slot is the
                 // completer's to read and nobody writes it.
                 header.join_waker.with(|slot| {
@@ -272,7 +275,7 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
                         waker.wake_by_ref();
                     }
                 })
-            }));
+            });
         }
         unlinked || before.registry_left()
     }
@@ -350,7 +353,7 @@ pub(crate) unsafe fn dealloc<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
     unsafe { cell.header.scheduler.release::<S>() };
     // The stored join waker is foreign code whose drop may panic; the memory is freed
     // either way, and the panic must not unwind through a worker.
-    let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(cell)));
+    catching(move || drop(cell));
 }
 
 /// Vtable entry: puts a run queue entry of a woken process on its scheduler's queues.

@@ -25,6 +25,7 @@ mod harness;
 pub(crate) mod header;
 pub(crate) mod join_waiter;
 mod loan;
+pub(crate) mod panic;
 mod process_state;
 pub(crate) mod raw;
 mod scheduler;

@@ -196,12 +196,13 @@ impl Future for Sleep {
             let (armed, rest) = unsafe { timers.arm(entry, tick, Action::Wake(owner)) };
             match armed {
                 Armed::Waiting { wake_a_worker } => {
+                    // Recorded first, before anything else runs (`rest` may run a
+                    // foreign waker's drop): should it panic, `PinnedDrop` must know
+                    // where to disarm.
+                    let runtime = this.runtime.insert(runtime);
                     if wake_a_worker {
                         runtime.shared.idle().notify_work();
                     }
-                    // Recorded before `rest` drops: that may run a foreign waker's drop,
-                    // and should it panic, `PinnedDrop` must know where to disarm.
-                    *this.runtime = Some(runtime);
                     drop(rest);
                     // The time left as of the look above: no second clock reading.
                     record_timer(cx, || Some((deadline, now)));

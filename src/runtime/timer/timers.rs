@@ -11,7 +11,6 @@
 //! Expired entries are taken out under the lock in batches and fired after unlocking,
 //! so no waker and no channel operation runs under the wheel's lock.
 
-use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -20,6 +19,7 @@ use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::runtime::timer::entry::{Action, Entry, FedChannel, Position};
 use crate::runtime::timer::wheel::Wheel;
+use crate::task::panic::catching;
 use crate::tuning::TIMER_FIRE_BATCH;
 use crate::wait::claim::Owner;
 
@@ -302,13 +302,13 @@ impl Timers {
             let at = Instant::now();
             for action in &mut batch[..taken] {
                 let action = std::mem::replace(action, Action::None);
-                // A worker never dies of a waker's panic: the panic hook has reported it,
-                // and the rest of the batch still fires.
-                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| match action {
+                // A worker never dies of a waker's panic (nor of its payload's drop):
+                // the panic hook has reported it, and the rest of the batch still fires.
+                catching(|| match action {
                     Action::None => {}
                     Action::Wake(owner) => owner.wake(),
                     Action::Channel(timer) => timer.fire(self, at),
-                }));
+                });
             }
             if taken < TIMER_FIRE_BATCH {
                 return fired_any;
@@ -371,11 +371,11 @@ impl Timers {
         for action in actions {
             // As in `fire_batches`: every timer is woken or closed whatever one waker
             // does, and the runtime's drop goes on.
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| match action {
+            catching(|| match action {
                 Action::None => {}
                 Action::Wake(owner) => owner.wake(),
                 Action::Channel(timer) => timer.close(),
-            }));
+            });
         }
     }
 
