@@ -458,3 +458,57 @@ fn a_socket_is_served_while_every_worker_is_busy() {
     });
     fds.assert_none_left();
 }
+
+#[test]
+fn an_async_fd_whose_value_was_replaced_leaves_the_old_number_alone() {
+    // Replacing the value inside an `AsyncFd` closes the registered descriptor; a
+    // stream that gets its number next registers with the same driver, and dropping the
+    // `AsyncFd` must not take that stream's registration away.
+    let fds = Fds::start();
+    bounded(LIMIT, || {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::net::UnixStream as StdStream;
+        let rt = common::runtime(1, "io-replaced");
+        let (a, _a_peer) = StdStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let number = a.as_raw_fd();
+        let mut fd = rt.block_on(async { csp::net::AsyncFd::new(a) }).unwrap();
+        let (b, _b_peer) = StdStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        *fd.get_mut() = b;
+        let err = rt.block_on(fd.readable()).map(drop).unwrap_err();
+        assert!(err.to_string().contains("replaced"), "{err}");
+        let (c, c_peer) = StdStream::pair().unwrap();
+        let (c, mut c_peer) = if c.as_raw_fd() == number {
+            (c, c_peer)
+        } else {
+            assert_eq!(
+                c_peer.as_raw_fd(),
+                number,
+                "the freed number was not reused"
+            );
+            (c_peer, c)
+        };
+        c.set_nonblocking(true).unwrap();
+        let c = rt
+            .block_on(async { csp::net::unix::UnixStream::from_std(c) })
+            .unwrap();
+        drop(fd);
+        let reader = rt.spawn(async move {
+            use csp::net::AsyncReadExt;
+            let mut c = c;
+            let mut byte = [0];
+            c.read_exact(&mut byte).await.unwrap();
+            byte[0]
+        });
+        wait_until(10, "the reader waits on its stream", || {
+            rt.processes()
+                .iter()
+                .any(|p| p.state == csp::ProcessState::Sleeping)
+        });
+        c_peer.write_all(&[9]).unwrap();
+        assert_eq!(rt.block_on(reader).unwrap(), 9);
+        assert_processes_gone(&rt);
+    });
+    fds.assert_none_left();
+}

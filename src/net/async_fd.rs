@@ -84,6 +84,11 @@ impl<T: AsRawFd> AsyncFd<T> {
 
     /// The value whose descriptor is registered.
     ///
+    /// Replacing the value itself (`*fd.get_mut() = other`) does not register the new
+    /// one's descriptor: waits on it then fail with an error, and dropping the
+    /// `AsyncFd` leaves the operating system's registration of whatever now has the old
+    /// descriptor's number alone. To wait on another value, make an `AsyncFd` of it.
+    ///
     /// ```
     /// # csp::block_on(async {
     /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
@@ -108,8 +113,21 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// # std::io::Result::Ok(()) }).unwrap();
     /// ```
     pub fn into_inner(mut self) -> T {
-        self.registration.deregister(&mut SourceFd(&self.fd));
-        self.inner.take().expect("taken once")
+        let inner = self.inner.take().expect("taken once");
+        self.leave(&inner);
+        inner
+    }
+
+    /// Leaves the driver. The operating system's registration is removed only if
+    /// `inner` still holds the descriptor registered: if it was replaced
+    /// ([`get_mut`](AsyncFd::get_mut)), the registered one is closed, its registration
+    /// went with it, and its number may be another source's now.
+    fn leave(&self, inner: &T) {
+        if inner.as_raw_fd() == self.fd {
+            self.registration.deregister(&mut SourceFd(&self.fd));
+        } else {
+            self.registration.release();
+        }
     }
 
     /// Waits until the descriptor may be readable.
@@ -184,6 +202,9 @@ impl<T: AsRawFd> AsyncFd<T> {
         cx: &mut Context<'_>,
         direction: Direction,
     ) -> Poll<io::Result<AsyncFdReadyGuard<'_, T>>> {
+        if self.get_ref().as_raw_fd() != self.fd {
+            return Poll::Ready(Err(replaced_error()));
+        }
         let ready = ready!(self.registration.poll_ready(cx, direction))?;
         Poll::Ready(Ok(AsyncFdReadyGuard {
             fd: self,
@@ -192,17 +213,26 @@ impl<T: AsRawFd> AsyncFd<T> {
     }
 }
 
+/// The error of a wait on an `AsyncFd` whose value was replaced.
+fn replaced_error() -> io::Error {
+    io::Error::other(
+        "csp: the value inside this AsyncFd was replaced through get_mut, and its \
+         descriptor is not the one registered; make an AsyncFd of the new value instead",
+    )
+}
+
 impl<T: AsRawFd> Drop for AsyncFd<T> {
     fn drop(&mut self) {
-        if self.inner.is_some() {
-            self.registration.deregister(&mut SourceFd(&self.fd));
+        if let Some(inner) = &self.inner {
+            self.leave(inner);
         }
     }
 }
 
 impl<T: AsRawFd> AsRawFd for AsyncFd<T> {
+    /// The descriptor of the value inside.
     fn as_raw_fd(&self) -> RawFd {
-        self.fd
+        self.get_ref().as_raw_fd()
     }
 }
 

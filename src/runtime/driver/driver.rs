@@ -10,7 +10,6 @@
 
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::io;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Duration;
@@ -20,6 +19,7 @@ use crate::loom::sync::Mutex;
 use crate::runtime::driver::readiness::tick_of;
 use crate::runtime::driver::scheduled_io::ScheduledIo;
 use crate::runtime::driver::selector::{Registrar, Selector, Source, Token, Wakeup};
+use crate::task::panic::catching;
 use crate::tuning::DRIVER_EVENTS;
 
 /// The token of the driver's own waker; a source's token is never `usize::MAX`.
@@ -195,6 +195,14 @@ impl Driver {
         // A failure (the descriptor closed already, or not registered) leaves nothing
         // to do: the generation below makes any event that still names it stale.
         let _ = self.registry.deregister(source);
+        self.release(token);
+    }
+
+    /// Frees the slot of the source registered with `token`, leaving the operating
+    /// system's registration alone: for a source whose descriptor is no longer the one
+    /// registered (closed, its number perhaps another source's now). No event of it is
+    /// dispatched from now on.
+    pub(crate) fn release(&self, token: Token) {
         let mut sources = self.sources.lock();
         let index = token.0 & INDEX_MASK;
         if let Some(slot) = sources.slots.get_mut(index)
@@ -224,7 +232,7 @@ impl Driver {
                 .collect()
         };
         for io in live {
-            let _ = catch_unwind(AssertUnwindSafe(|| io.shut_down()));
+            catching(|| io.shut_down());
         }
         self.waker.wake_by_ref();
     }
@@ -281,7 +289,7 @@ impl Held<'_> {
             // Outside the lock: a waker is the waiting task's code (perhaps another
             // executor's), and its panic must not take the worker down.
             for (io, ready) in inner.batch.drain(..) {
-                let _ = catch_unwind(AssertUnwindSafe(|| io.dispatch(ready, tick)));
+                catching(|| io.dispatch(ready, tick));
             }
             Ok(())
         })

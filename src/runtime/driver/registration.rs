@@ -47,6 +47,15 @@ impl Registration {
         self.io.release_wakers();
     }
 
+    /// Leaves the driver without telling the operating system, whose registration went
+    /// with the descriptor (`Driver::release`).
+    pub(crate) fn release(&self) {
+        if let Ok(driver) = self.shared.io_driver() {
+            driver.release(self.token);
+        }
+        self.io.release_wakers();
+    }
+
     /// Runs `op`, a non-blocking system call in `direction`, once the source is ready for
     /// it; on `WouldBlock`, waits for the next readiness and tries again. The task is
     /// woken when the driver sees the source ready.

@@ -9,12 +9,14 @@
 //! readiness word once more, so an event between its first look and its store is seen by
 //! that second look or finds the waker (`waker_slot.rs`).
 
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::task::{Context, Poll};
 
 use crate::runtime::driver::readiness::{
     Direction, ERROR, READ_CLOSED, READABLE, Readiness, Seen, WRITABLE, WRITE_CLOSED,
 };
 use crate::runtime::driver::waker_slot::WakerSlot;
+use crate::task::panic::discard;
 
 /// The driver's state for one source.
 #[derive(Debug)]
@@ -66,19 +68,40 @@ impl ScheduledIo {
     /// `readiness.rs`) is recorded, then each direction it ends a wait in is woken.
     pub(crate) fn dispatch(&self, ready: usize, tick: usize) {
         self.readiness.set(ready, tick);
-        if ready & (READABLE | READ_CLOSED | ERROR) != 0 {
-            self.reader.wake();
-        }
-        if ready & (WRITABLE | WRITE_CLOSED | ERROR) != 0 {
-            self.writer.wake();
-        }
+        self.wake(
+            ready & (READABLE | READ_CLOSED | ERROR) != 0,
+            ready & (WRITABLE | WRITE_CLOSED | ERROR) != 0,
+        );
     }
 
     /// The driver is gone: every waiting operation is woken to find out.
     pub(crate) fn shut_down(&self) {
         self.readiness.shut_down();
-        self.reader.wake();
-        self.writer.wake();
+        self.wake(true, true);
+    }
+
+    /// Wakes the waiters of the directions asked for, those of each whatever a waker of
+    /// the other does: a waker's panic is resumed once both directions are woken.
+    fn wake(&self, read: bool, write: bool) {
+        match (read, write) {
+            (true, true) => {
+                let reader = catch_unwind(AssertUnwindSafe(|| self.reader.wake()));
+                let writer = catch_unwind(AssertUnwindSafe(|| self.writer.wake()));
+                match (reader, writer) {
+                    (Err(panic), writer) => {
+                        if let Err(again) = writer {
+                            discard(again);
+                        }
+                        resume_unwind(panic);
+                    }
+                    (Ok(()), Err(panic)) => resume_unwind(panic),
+                    (Ok(()), Ok(())) => {}
+                }
+            }
+            (true, false) => self.reader.wake(),
+            (false, true) => self.writer.wake(),
+            (false, false) => {}
+        }
     }
 
     /// The source is deregistered: its wakers are dropped.
@@ -130,5 +153,34 @@ mod tests {
             io.poll_ready(&mut cx, Direction::Read),
             Poll::Ready(seen) if seen.is_shut_down()
         ));
+    }
+
+    struct Panicking;
+
+    impl Wake for Panicking {
+        fn wake(self: Arc<Self>) {
+            panic!("this reader's waker panics");
+        }
+    }
+
+    #[test]
+    fn a_reader_whose_waker_panics_does_not_keep_the_writer_asleep() {
+        for event in [READABLE | WRITABLE, ERROR] {
+            let io = ScheduledIo::new();
+            let reader = Waker::from(Arc::new(Panicking));
+            assert!(
+                io.poll_ready(&mut Context::from_waker(&reader), Direction::Read)
+                    .is_pending()
+            );
+            let counter = Arc::new(Counter(AtomicUsize::new(0)));
+            let writer = Waker::from(counter.clone());
+            assert!(
+                io.poll_ready(&mut Context::from_waker(&writer), Direction::Write)
+                    .is_pending()
+            );
+            let dispatched = std::panic::catch_unwind(AssertUnwindSafe(|| io.dispatch(event, 2)));
+            assert!(dispatched.is_err(), "the reader's panic goes on");
+            assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the writer was woken");
+        }
     }
 }

@@ -20,16 +20,23 @@
 //! lock taken only when two tasks wait in one direction), and every wake wakes the whole
 //! list too: each of those tasks tries again and waits again, so none misses an event.
 //!
+//! A waker is its owner's code: its clone, wake and drop may panic. None of them runs
+//! while the cell is owned, so a panic never leaves the state stuck, and a wake reaches
+//! every waker it is for whatever one of them does: a panic is resumed once all are
+//! woken.
+//!
 //! A waiting task stores its waker and then looks at the readiness word again; the driver
 //! sets the readiness word and then wakes. Either the driver's take finds the waker, or
 //! the task's store, ordered after the take, makes the task's second look see the
 //! readiness (`scheduled_io.rs`).
 
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::task::panic::discard;
 
 const IDLE: usize = 0;
 const STORING: usize = 1;
@@ -64,89 +71,115 @@ impl WakerSlot {
 
     /// Stores `waker` as one to wake next. A waker of another task that was there joins
     /// the others. If a wake comes meanwhile, or one is under way, `waker` is woken.
+    ///
+    /// No foreign code runs while the cell is ours: `will_wake` compares pointers, the
+    /// clone of `waker` is made with the cell let go (cloning runs the waker's own code,
+    /// which may panic), and a waker this store drops or wakes is dropped or woken after
+    /// the state is back to `IDLE`.
     pub(crate) fn store(&self, waker: &Waker) {
-        match self
-            .state
-            .compare_exchange(IDLE, STORING, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => {
-                // SAFETY: `STORING` makes the cell ours.
-                let replaced = self.waker.with_mut(|slot| unsafe {
-                    match &mut *slot {
-                        Some(stored) if stored.will_wake(waker) => None,
-                        slot => slot.replace(waker.clone()),
-                    }
-                });
-                if let Some(replaced) = replaced {
-                    self.push_other(replaced);
-                }
-                if let Err(_taking) =
-                    self.state
-                        .compare_exchange(STORING, IDLE, Ordering::AcqRel, Ordering::Acquire)
-                {
-                    // A wake came while we stored: it is ours to deliver, to our waker
-                    // and to the others (the waker may not have seen them).
-                    // SAFETY: the state is `STORING | TAKING`: still ours.
-                    let ours = self.waker.with_mut(|slot| unsafe { (*slot).take() });
-                    // AcqRel: as the take's release of the cell, and the next owner's
-                    // acquire of it.
-                    self.state.swap(IDLE, Ordering::AcqRel);
-                    if let Some(ours) = ours {
-                        ours.wake();
-                    }
-                    self.wake_others();
-                }
+        let mut fresh: Option<Waker> = None;
+        loop {
+            if self
+                .state
+                .compare_exchange(IDLE, STORING, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                // A wake is under way, or another task is storing: this one is woken at
+                // once and will look at the readiness again.
+                waker.wake_by_ref();
+                return;
             }
-            // A wake is under way, or another task is storing: this one is woken at once
-            // and will look at the readiness again.
-            Err(_) => waker.wake_by_ref(),
+            // SAFETY: `STORING` makes the cell ours.
+            let stored = self.waker.with_mut(|slot| unsafe {
+                match &mut *slot {
+                    Some(stored) if stored.will_wake(waker) => Stored::Kept,
+                    slot => match fresh.take() {
+                        Some(fresh) => Stored::Replaced(slot.replace(fresh)),
+                        None => Stored::NeedsClone,
+                    },
+                }
+            });
+            // A replaced waker is pushed before the cell is let go: a wake that comes
+            // next must find it.
+            let (duplicate, done) = match stored {
+                Stored::Kept => (None, true),
+                Stored::Replaced(replaced) => (replaced.and_then(|r| self.push_other(r)), true),
+                Stored::NeedsClone => (None, false),
+            };
+            self.let_go();
+            drop(duplicate);
+            if done {
+                return;
+            }
+            fresh = Some(waker.clone());
         }
     }
 
-    /// Keeps `waker`, of a task pushed out of the slot, with the others.
-    #[cold]
-    fn push_other(&self, waker: Waker) {
-        let mut others = self.others.lock();
-        if !others.iter().any(|other| other.will_wake(&waker)) {
-            others.push(waker);
+    /// Moves the state from `STORING` back to `IDLE`; a wake that came meanwhile is ours
+    /// to deliver, to the waker in the cell and to the others (the waker may not have
+    /// seen them).
+    fn let_go(&self) {
+        if self
+            .state
+            .compare_exchange(STORING, IDLE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return;
         }
+        // SAFETY: the state is `STORING | TAKING`: still ours.
+        let ours = self.waker.with_mut(|slot| unsafe { (*slot).take() });
+        // AcqRel: as the take's release of the cell, and the next owner's acquire of it.
+        self.state.swap(IDLE, Ordering::AcqRel);
+        self.deliver(ours);
+    }
+
+    /// Keeps `waker`, of a task pushed out of the slot, with the others; gives it back
+    /// if that task's waker is there already, for the caller to drop once the cell is
+    /// let go.
+    #[cold]
+    fn push_other(&self, waker: Waker) -> Option<Waker> {
+        let mut others = self.others.lock();
+        if others.iter().any(|other| other.will_wake(&waker)) {
+            // The list is not empty, so `has_others` is set already.
+            return Some(waker);
+        }
+        others.push(waker);
         // Relaxed: changed and read under the lock; the slot's state orders it for the
         // driver (module docs).
         self.has_others.store(true, Ordering::Relaxed);
+        None
     }
 
     /// Wakes the stored waker and the others; if a waker is being stored, its storer
     /// wakes it (and the others).
     pub(crate) fn wake(&self) {
         if let Some(waker) = self.take() {
+            self.deliver(waker);
+        }
+    }
+
+    /// Wakes `waker` (taken out of the cell, which is let go) and every task pushed out
+    /// of the slot, each whatever the others' wakers do: a waker's panic is resumed once
+    /// all are woken.
+    fn deliver(&self, waker: Option<Waker>) {
+        // Relaxed: a store of `true` that matters is ordered before this by the slot's
+        // state (its storer's release, our acquire); a stale `true` costs one lock. A
+        // task pushed out after the take stored its waker after the event was set, and
+        // its own second look sees it.
+        if !self.has_others.load(Ordering::Relaxed) {
+            // The common case: one waker, and no other for its panic to skip.
             if let Some(waker) = waker {
                 waker.wake();
             }
-            self.wake_others();
+            return;
         }
-    }
-
-    /// Wakes every task pushed out of the slot, if any.
-    #[inline]
-    fn wake_others(&self) {
-        // Relaxed: a store of `true` that matters is ordered before this by the slot's
-        // state (its storer's release, our acquire); a stale `true` costs one lock.
-        if self.has_others.load(Ordering::Relaxed) {
-            self.wake_others_now();
-        }
-    }
-
-    #[cold]
-    fn wake_others_now(&self) {
         let others = {
             let mut others = self.others.lock();
             // Relaxed: under the lock.
             self.has_others.store(false, Ordering::Relaxed);
             std::mem::take(&mut *others)
         };
-        for other in others {
-            other.wake();
-        }
+        wake_each(waker.into_iter().chain(others));
     }
 
     /// Takes the stored waker to wake it, or leaves the wake to a storer under way
@@ -168,7 +201,36 @@ impl WakerSlot {
     /// Drops the stored wakers (the source is going away).
     pub(crate) fn clear(&self) {
         drop(self.take());
-        drop(std::mem::take(&mut *self.others.lock()));
+        // Dropped outside the lock: a waker's drop is its owner's code.
+        let others = std::mem::take(&mut *self.others.lock());
+        drop(others);
+    }
+}
+
+/// What a store found in the cell.
+enum Stored {
+    /// The same task's waker: kept.
+    Kept,
+    /// Replaced by the fresh clone; the waker that was there, if any.
+    Replaced(Option<Waker>),
+    /// Another task's waker, or none, and no clone made yet.
+    NeedsClone,
+}
+
+/// Wakes every one of `wakers`, whatever the others do: a panic is caught, and the
+/// first is resumed once all are woken (the payloads of any more are discarded).
+fn wake_each(wakers: impl IntoIterator<Item = Waker>) {
+    let mut panic = None;
+    for waker in wakers {
+        if let Err(caught) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+            match panic {
+                None => panic = Some(caught),
+                Some(_) => discard(caught),
+            }
+        }
+    }
+    if let Some(panic) = panic {
+        resume_unwind(panic);
     }
 }
 
@@ -184,7 +246,7 @@ impl std::fmt::Debug for WakerSlot {
 mod tests {
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize as Count;
-    use std::task::Wake;
+    use std::task::{RawWaker, RawWakerVTable, Wake};
 
     use super::*;
 
@@ -238,6 +300,53 @@ mod tests {
         assert_eq!((wakes(&first), wakes(&second)), (1, 1));
         slot.wake();
         assert_eq!((wakes(&first), wakes(&second)), (1, 1), "each once");
+    }
+
+    /// A waker whose wake panics, as a foreign one may.
+    struct Panicking;
+
+    impl Wake for Panicking {
+        fn wake(self: Arc<Self>) {
+            panic!("this waker panics");
+        }
+    }
+
+    /// A waker whose clone panics.
+    fn clone_panics() -> Waker {
+        fn clone(_: *const ()) -> RawWaker {
+            panic!("this waker's clone panics");
+        }
+        fn nothing(_: *const ()) {}
+        static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, nothing);
+        // SAFETY: the functions ignore the data pointer and touch nothing.
+        unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+    }
+
+    #[test]
+    fn a_waker_that_panics_does_not_keep_the_others_asleep() {
+        let slot = WakerSlot::new();
+        let (counter, waker) = counting();
+        slot.store(&waker);
+        // Pushes `waker` out of the slot, to the others.
+        slot.store(&Waker::from(Arc::new(Panicking)));
+        let woke = catch_unwind(AssertUnwindSafe(|| slot.wake()));
+        assert!(woke.is_err(), "the panic goes on once all are woken");
+        assert_eq!(wakes(&counter), 1, "the task pushed out was woken too");
+    }
+
+    #[test]
+    fn a_waker_whose_clone_panics_leaves_the_slot_working() {
+        let slot = WakerSlot::new();
+        let (counter, waker) = counting();
+        slot.store(&waker);
+        let stored = catch_unwind(AssertUnwindSafe(|| slot.store(&clone_panics())));
+        assert!(stored.is_err());
+        slot.wake();
+        assert_eq!(wakes(&counter), 1, "the waker stored before is still woken");
+        let (later, later_waker) = counting();
+        slot.store(&later_waker);
+        slot.wake();
+        assert_eq!(wakes(&later), 1, "and a later one is stored and woken");
     }
 
     #[test]
