@@ -88,6 +88,86 @@ fn a_receive_that_wakes_a_panicking_sender_loses_no_value() {
     });
 }
 
+/// `poll_recv` takes a waiting sender's value and that sender's waker panics: the value
+/// stays in the receiver's node, and the next `poll_recv` returns it, rather than the
+/// receiver failing from then on (and keeping the value from every other receiver).
+#[test]
+fn a_poll_recv_that_wakes_a_panicking_sender_returns_the_value_when_polled_again() {
+    bounded(10, || {
+        let drops = Counter::new();
+        let (tx, mut rx) = csp::channel::<Tracked>();
+        let (sender, panicking) = CountingWaker::panicking();
+        let mut send = Box::pin(tx.send(Tracked::new(4, &drops)));
+        assert!(poll_with(send.as_mut(), &panicking).is_pending());
+
+        let noop = futures::task::noop_waker();
+        let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            rx.poll_recv(&mut Context::from_waker(&noop)).is_ready()
+        }));
+        assert!(
+            unwound.is_err(),
+            "the sender's waker panics through the receiver's poll"
+        );
+        assert_eq!(sender.wakes(), 1);
+        assert!(matches!(poll_noop(send.as_mut()), Poll::Ready(Ok(()))));
+
+        let Poll::Ready(Ok(got)) = rx.poll_recv(&mut Context::from_waker(&noop)) else {
+            panic!("the value taken before the panic is the next poll's");
+        };
+        assert_eq!(got.value, 4);
+        drop(got);
+        assert_eq!(drops.get(), 1);
+        assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)));
+    });
+}
+
+/// A `Select`'s send hands its value to a waiting receiver whose waker panics: the send
+/// cannot be undone, so polling that `SelectFuture` again must not fire the spent arm
+/// again (it would claim a second receiver with no value to give it, which would never
+/// be woken). The re-poll panics and says so; the second receiver is untouched.
+#[test]
+fn a_select_future_whose_poll_unwound_is_not_polled_again() {
+    bounded(10, || {
+        let (tx, rx) = csp::channel::<u32>();
+        let rx2 = rx.clone();
+        let (first, panicking) = CountingWaker::panicking();
+        let mut recv = Box::pin(rx.recv());
+        assert!(poll_with(recv.as_mut(), &panicking).is_pending());
+        let (second, counting) = CountingWaker::new();
+        let mut recv2 = Box::pin(rx2.recv());
+        assert!(poll_with(recv2.as_mut(), &counting).is_pending());
+
+        let mut sel = csp::Select::new();
+        sel.send(&tx, 5);
+        {
+            let mut select = Box::pin(sel.select());
+            let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                poll_noop(select.as_mut()).is_ready()
+            }));
+            assert!(
+                unwound.is_err(),
+                "the receiver's waker panics through the select"
+            );
+            assert_eq!(first.wakes(), 1);
+            let again = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                poll_noop(select.as_mut()).is_ready()
+            }));
+            let payload = again.expect_err("a second poll is refused");
+            assert!(
+                panic_message(&*payload).is_some_and(|m| m.contains("polled again after a panic")),
+                "{:?}",
+                panic_message(&*payload)
+            );
+        }
+        assert!(matches!(poll_noop(recv.as_mut()), Poll::Ready(Ok(5))));
+        assert_eq!(second.wakes(), 0, "the second receiver was not claimed");
+        assert_eq!(tx.try_send(6), Ok(()), "the second receiver still waits");
+        assert_eq!(second.wakes(), 1);
+        assert!(matches!(poll_noop(recv2.as_mut()), Poll::Ready(Ok(6))));
+        drop(sel);
+    });
+}
+
 /// `try_recv` takes a waiting sender's value and that sender's waker panics: the value
 /// goes back to the channel before the panic reaches the caller.
 #[test]

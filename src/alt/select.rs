@@ -399,6 +399,7 @@ impl<'a> Select<'a> {
         SelectFuture {
             deadline: Deadline::new(self.timeout),
             select: Some(self),
+            unwound: false,
             _pinned: PhantomPinned,
         }
     }
@@ -438,6 +439,9 @@ impl std::fmt::Debug for Select<'_> {
 pub struct SelectFuture<'s, 'a> {
     /// `None` once it completed.
     select: Option<&'s mut Select<'a>>,
+    /// A poll is under way, or one unwound (a waker's panic, after an arm had fired):
+    /// the choice is not to be polled again.
+    unwound: bool,
     /// The `Select`'s timeout.
     deadline: Deadline,
     /// The deadline's wheel entry lives inside it.
@@ -451,6 +455,25 @@ impl<'s, 'a> Future for SelectFuture<'s, 'a> {
         // SAFETY: nothing is moved out of the pinned future: `deadline` stays in place,
         // and `select` is a reference, taken only when the choice is done.
         let this = unsafe { self.get_unchecked_mut() };
+        // A poll that unwound may have fired an arm whose outcome cannot be undone (a
+        // send's value delivered): polling the choice again would count that arm as
+        // still to fire. The `Select`'s next `select` or `try_select` settles it.
+        assert!(
+            !this.unwound,
+            "csp: a SelectFuture was polled again after a panic unwound out of its poll; \
+             call select() again for a new choice"
+        );
+        this.unwound = true;
+        let polled = this.poll_choice(cx);
+        this.unwound = false;
+        polled
+    }
+}
+
+impl<'s> SelectFuture<'s, '_> {
+    /// [`poll`](Future::poll)'s work, once it is known not to follow a panic.
+    fn poll_choice(&mut self, cx: &mut Context<'_>) -> Poll<Selected<'s>> {
+        let this = self;
         let Select {
             arms,
             biased,

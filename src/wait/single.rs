@@ -105,6 +105,11 @@ impl<O: Operation> Single<O> {
         matches!(self.stage, Stage::Done | Stage::Taken)
     }
 
+    /// The outcome is stored and not yet read.
+    pub(crate) fn is_done(&self) -> bool {
+        self.stage == Stage::Done
+    }
+
     /// Marks the outcome as taken by the future's output, for good.
     #[inline]
     pub(crate) fn taken(self: Pin<&mut Self>) {
