@@ -232,3 +232,38 @@ fn a_panicking_join_handle_waker_does_not_kill_the_worker() {
         drop(rt);
     });
 }
+
+#[test]
+fn a_join_handle_dropped_with_a_waker_whose_drop_panics_frees_its_process() {
+    // A handle polled from a foreign executor keeps a clone of its waker; dropping the
+    // handle drops that clone, which panics here. The handle's reference must go all
+    // the same: the process, and through it the runtime's state with the hook it holds,
+    // are freed.
+    bounded(20, || {
+        let drops = Counter::new();
+        let held = Tracked::new(0, &drops);
+        let rt = csp::Runtime::builder()
+            .worker_threads(1)
+            .on_thread_start(move || {
+                let _ = &held;
+            })
+            .build()
+            .unwrap();
+        let signal = Signal::new();
+        let wait = signal.wait();
+        let mut handle = rt.spawn(wait);
+        let waker = common::waker_with_clone_hook(|| {});
+        assert!(poll_once(&mut handle, &waker).is_pending());
+        let dropped = catch_unwind(AssertUnwindSafe(move || drop(handle)));
+        let payload = dropped.expect_err("the kept waker's drop panics");
+        assert_eq!(
+            panic_message(&*payload).as_deref(),
+            Some("waker drop panics")
+        );
+        signal.set();
+        drop(rt);
+        wait_until(10, "the runtime's state, hooks included, is freed", || {
+            drops.get() == 1
+        });
+    });
+}

@@ -447,11 +447,28 @@ fn can_read_output<J: JoinWaiter>(header: &Header, runtime: u64, waker: &Waker) 
 /// # Safety
 /// `ptr` is a live `Cell<F>`; the caller gives up the `JoinHandle`'s reference.
 pub(crate) unsafe fn drop_join_handle<F: Future, S: Scheduler>(ptr: NonNull<Header>) {
+    /// Gives up the `JoinHandle`'s reference when dropped: even if a drop before it
+    /// panics (a stored waker's is its owner's code), so the process is still freed.
+    struct Release(RawTask);
+
+    impl Drop for Release {
+        fn drop(&mut self) {
+            // SAFETY: the JoinHandle's reference, given up by the caller, released once.
+            unsafe { self.0.drop_reference() }
+        }
+    }
+
     // SAFETY: the JoinHandle's reference keeps the cell alive until released below.
     let harness = unsafe { Harness::<F, S>::from_raw(ptr) };
+    let _release = Release(harness.raw());
     match harness.cell().header.state.unset_join_interest() {
-        // SAFETY: complete, and JOIN_INTEREST was still ours: the output is ours.
-        JoinDrop::DropOutput => drop(unsafe { harness.set_stage(Stage::Consumed) }),
+        // SAFETY: complete, and JOIN_INTEREST was still ours: the output is ours. A
+        // panic of its drop is nobody's to report: the handle was dropped unread.
+        JoinDrop::DropOutput => {
+            if let Err(payload) = unsafe { harness.set_stage(Stage::Consumed) } {
+                discard(payload);
+            }
+        }
         JoinDrop::Detached { owns_waker: true } => {
             // SAFETY: JOIN_WAKER was cleared before completion: the slot is ours.
             let waker = harness
@@ -463,8 +480,6 @@ pub(crate) unsafe fn drop_join_handle<F: Future, S: Scheduler>(ptr: NonNull<Head
         }
         JoinDrop::Detached { owns_waker: false } => {}
     }
-    // SAFETY: the JoinHandle's reference, given up by the caller.
-    unsafe { harness.raw().drop_reference() }
 }
 
 /// Vtable entry: drops the future of a process that a shutdown's transition gave to the
