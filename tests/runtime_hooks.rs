@@ -286,3 +286,48 @@ fn enter_tokio_puts_every_thread_in_tokio_context_before_the_start_hook() {
     assert_eq!(stop_saw_tokio, 3);
     assert!(slept && blocking_sees_tokio);
 }
+
+#[test]
+fn what_a_stop_hook_wakes_is_not_left_behind() {
+    // The stop hook closes a channel that thousands of sleeping processes wait on, while
+    // the shutdown is still cancelling them: those it wakes first go to the stopping
+    // worker's own queue. Left there, each would keep its process, and through it the
+    // runtime's state (and the hooks it holds), alive for good.
+    bounded(LIMIT, || {
+        const WAITING: usize = 5_000;
+        let drops = Counter::new();
+        let held = common::Tracked::new(0, &drops);
+        let (tx, rx) = csp::channel::<()>();
+        let tx = Mutex::new(Some(tx));
+        let rt = csp::Runtime::builder()
+            .worker_threads(1)
+            .on_thread_stop(move || {
+                let _ = &held;
+                drop(tx.lock().unwrap().take());
+            })
+            .build()
+            .unwrap();
+        let handles: Vec<_> = (0..WAITING)
+            .map(|_| {
+                let rx = rx.clone();
+                rt.spawn(async move { rx.recv().await.is_err() })
+            })
+            .collect();
+        drop(rx);
+        wait_until(10, "every process waits", || {
+            rt.metrics().processes_alive == WAITING as u64
+                && rt
+                    .processes()
+                    .iter()
+                    .all(|p| p.state == csp::ProcessState::Sleeping)
+        });
+        drop(rt);
+        for handle in handles {
+            // Woken by the hook and run to the end, or cancelled by the shutdown.
+            let _ = csp::block_on(handle);
+        }
+        wait_until(10, "the runtime's state, hooks included, is freed", || {
+            drops.get() == 1
+        });
+    });
+}

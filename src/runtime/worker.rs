@@ -250,6 +250,9 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, queue: LocalQueue) {
         // set up (another runtime's context, say).
         local.drain();
         local.shared.hooks().thread_stopping();
+        // And after it: what the hook woke (it closed a channel, say) went to this
+        // worker's queue, which nobody else drains now.
+        local.drain();
     }
     local.shared.worker_exited();
 }
