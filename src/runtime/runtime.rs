@@ -160,7 +160,11 @@ impl Runtime {
     /// Shuts the runtime down: cancels every process (dropping its future), then waits
     /// at most `timeout` for the worker threads to stop (and for running blocking-pool
     /// closures to finish). A worker stuck in a process that never returns from `poll`
-    /// is left behind, detached, after the timeout.
+    /// is left behind, detached, after the timeout, and so are the processes it holds
+    /// for its next polls that the watchdog had not taken over yet (with one worker,
+    /// or within 5 ms of the stuck poll's start): the one that poll woke last, the one
+    /// that rested before it. Their futures are not dropped and their `JoinHandle`s do
+    /// not resolve.
     ///
     /// ```
     /// use std::time::Duration;
