@@ -61,6 +61,14 @@ pub(crate) const TIGHT_SPIN_ROUNDS: u32 = 4;
 /// it yields its thread between tries; crossbeam's `Backoff` uses the same 2^6 limit.
 pub(crate) const CHANNEL_LOCK_SPIN_ROUNDS: u32 = 6;
 
+/// Values a bounded channel's buffer holds room for from the start; a larger capacity
+/// grows the buffer as values come (once: at its high-water mark a channel allocates
+/// nothing more). Without a bound, `bounded(usize::MAX)` (a way to say "no limit")
+/// failed on the allocation's size and `bounded(1 << 40)` aborted the process out of
+/// memory. 1024 covers the capacities of every benchmark and example (16 to 128) with
+/// room to spare, at 8 KiB for a channel of `u64`.
+pub(crate) const CHANNEL_PREALLOCATED: usize = 1024;
+
 /// Arms a choice plans for without allocating; choices written by hand rarely have
 /// more, and a larger one allocates its plan once (a `Select` reuses it). Every `alt!`
 /// future carries two buffers of this size, so it is kept small (8 arms cost 128 bytes

@@ -924,3 +924,23 @@ fn a_waiting_operation_wakes_only_its_latest_waker() {
         assert_eq!(poll_with(recv.as_mut(), &first_waker), Poll::Ready(Ok(2)));
     });
 }
+
+#[test]
+fn a_bounded_channel_of_any_capacity_can_be_made_and_fills_to_it() {
+    // "No limit, in effect": the capacity is a bound, not an allocation made up front.
+    for cap in [usize::MAX, 1 << 40] {
+        let (tx, rx) = csp::bounded::<u64>(cap);
+        assert_eq!(tx.capacity(), Some(cap));
+        for v in 0..10_000 {
+            tx.try_send(v).unwrap();
+        }
+        assert_eq!(rx.len(), 10_000);
+        assert_eq!(rx.try_recv(), Ok(0));
+    }
+    // A capacity above the room made up front still bounds the channel.
+    let (tx, _rx) = csp::bounded::<u8>(3000);
+    for v in 0..3000 {
+        tx.try_send((v % 256) as u8).unwrap();
+    }
+    assert!(matches!(tx.try_send(0), Err(TrySendError::Full(0))));
+}

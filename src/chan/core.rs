@@ -33,6 +33,7 @@ use crate::id::next_channel_id;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use crate::runtime::context;
+use crate::tuning::CHANNEL_PREALLOCATED;
 use crate::wait::census::{Enrolment, Op};
 use crate::wait::claim::{Claim, Wakes};
 
@@ -416,7 +417,7 @@ impl<T> Chan<T> {
     fn with_home(cap: Option<usize>, home: Home) -> Chan<T> {
         let id = next_channel_id();
         let state = State {
-            buffer: VecDeque::with_capacity(cap.unwrap_or(0)),
+            buffer: VecDeque::with_capacity(cap.map_or(0, |cap| cap.min(CHANNEL_PREALLOCATED))),
             returned: VecDeque::new(),
             senders: WaitList::default(),
             receivers: WaitList::default(),
