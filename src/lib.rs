@@ -319,8 +319,9 @@ pub use csp_macros::prialt;
 ///
 /// The first branch to panic fails the whole `par!` at once: every other branch still
 /// running is aborted (as [`JoinHandle::abort`] does), and once each has ended, its
-/// future dropped, `par!` resumes that panic; outputs of branches that had completed are
-/// dropped. A branch caught in a long poll ends when that poll returns. (A branch
+/// future dropped, `par!` resumes the panic of the first branch in written order that
+/// panicked (one aborted before it panicked did not, nor did one whose future's drop
+/// panicked under that abort); outputs of branches that had completed are dropped. A branch caught in a long poll ends when that poll returns. (A branch
 /// cancelled because its runtime is shutting down, with no branch failed, makes `par!`
 /// panic with a message that says so.)
 ///
@@ -352,7 +353,8 @@ pub use csp_macros::par;
 /// As [`par!`], for branches that return `Result<_, E>` (one `E` for all): evaluates to
 /// `Ok` of the outputs, or to the first error. The first branch to fail, by returning
 /// `Err` or by panicking, has every other branch still running aborted; once each has
-/// ended, its future dropped, `try_par!` returns that `Err` (or resumes that panic). The
+/// ended, its future dropped, `try_par!` returns the `Err` (or resumes the panic) of the
+/// first branch in written order that failed. The
 /// role of tokio's `try_join!` and Go's `errgroup`, with the branches as parallel
 /// processes.
 ///
