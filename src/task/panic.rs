@@ -3,7 +3,8 @@
 //! A panic's payload is the panicking code's own value, whose `Drop` may panic in turn.
 //! A worker (or the watchdog, or the caller of a hook) that catches a panic in order to
 //! go on must not let that second panic unwind through it: [`discard`] catches it and
-//! leaks its payload instead, a few bytes once in a program's life.
+//! keeps its payload, undropped, for the rest of the program's life (a few bytes, once in
+//! a program's life), where a leak checker sees it still reachable.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -11,10 +12,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// What `catch_unwind` gives back for a panic.
 pub(crate) type Payload = Box<dyn Any + Send>;
 
-/// Drops a caught panic's payload; should that drop panic, its payload is leaked.
+/// The payloads of panics raised by dropping another payload: never dropped, since
+/// dropping them may panic again. A std mutex, not loom's: it orders nothing the models
+/// look at.
+static KEPT: std::sync::Mutex<Vec<Payload>> = std::sync::Mutex::new(Vec::new());
+
+/// Drops a caught panic's payload; should that drop panic, the second payload is kept.
 pub(crate) fn discard(payload: Payload) {
     if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        std::mem::forget(again);
+        KEPT.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(again);
     }
 }
 
