@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use crate::runtime::{Handle, context};
 use crate::wait::parker::Parker;
+use crate::wait::record::blank_wait;
 
 /// `Runtime::block_on` and the free `csp::block_on`: runs `future` as the runtime's main
 /// future, reporting a deadlock (if the runtime detects them) when it and every process
@@ -55,8 +56,11 @@ fn run<F: Future>(parker: &Arc<Parker>, future: F, mut wait: impl FnMut(&Parker)
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
     loop {
-        // Each poll records afresh what the future waits on.
-        parker.record(0);
+        // Each poll records afresh what the future waits on, stamped with the foreign
+        // epoch as the poll starts, as a process's poll is (`wait/record.rs`): a channel
+        // that turns foreign during the poll leaves the wait it records stale, never
+        // counted as one only csp could end.
+        parker.record(blank_wait(parker.runtime()));
         let polled = {
             let _polling = context::polling(parker.runtime());
             future.as_mut().poll(&mut cx)

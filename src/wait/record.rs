@@ -80,11 +80,12 @@ const EPOCH_MASK: u64 = (1 << 27) - 1;
 const PAYLOAD: u64 = (1 << EPOCH_SHIFT) - 1;
 
 impl WaitOn {
-    /// The wait word for this wait, recorded by a poll for runtime `runtime`; `foreign`
-    /// if something outside the runtime may complete it (a channel used from outside,
-    /// a process of another runtime).
-    #[inline]
-    pub(crate) fn encode(self, foreign: bool, runtime: u64) -> u64 {
+    /// The wait word for this wait, recorded by a poll of runtime `runtime` that started
+    /// now; `foreign` if something outside the runtime may complete it (a channel used
+    /// from outside, a process of another runtime). A poll records with
+    /// [`restamp`] instead, keeping the epoch it started with.
+    #[cfg(test)]
+    fn encode(self, foreign: bool, runtime: u64) -> u64 {
         self.encode_unstamped(foreign) | blank_wait(runtime)
     }
 
@@ -122,6 +123,12 @@ impl WaitOn {
         } else {
             Recorded::Stale
         }
+    }
+
+    /// Whether the poll that recorded `word` also waits on something outside csp (a
+    /// timer or a socket around a csp wait: `record_outside`).
+    pub(crate) fn may_end_outside(word: u64) -> bool {
+        word & FOREIGN != 0
     }
 
     /// `None` for 0 (nothing recorded) or an unknown kind.
@@ -222,8 +229,8 @@ fn restamp(old: u64, wait: WaitOn, foreign: bool) -> u64 {
 
 #[inline]
 fn record_main(main: &Parker, wait: WaitOn, foreign: bool) {
-    let word = wait.encode(foreign, main.runtime());
-    main.record(merge(main.wait_word(), word));
+    // The epoch the poll started with is kept, as for a process (`block_on.rs`).
+    main.record(restamp(main.wait_word(), wait, foreign));
 }
 
 /// The runtime of the owner of `waker` (a process's, or a `block_on` future's); `None`
@@ -334,5 +341,20 @@ mod tests {
             WaitOn::Join { process: 9 }.to_string(),
             "join of process #9"
         );
+    }
+
+    #[test]
+    fn a_main_wait_keeps_the_epoch_its_poll_started_with() {
+        // A `block_on` future's poll starts (`block_on.rs` stamps its word), a channel
+        // of its runtime turns foreign, and then the poll records a wait on that channel
+        // read as not foreign: the wait is stale, never one only csp could end. (A
+        // runtime id of its own: the epochs are shared with any runtime whose id is the
+        // same modulo 64, which a bump only makes look again.)
+        const RUNTIME: u64 = 63;
+        let main = Parker::new(RUNTIME);
+        main.record(blank_wait(RUNTIME));
+        crate::wait::epoch::bump(RUNTIME);
+        record_main(&main, WaitOn::Recv { channel: 1 }, false);
+        assert_eq!(WaitOn::classify(main.wait_word(), RUNTIME), Recorded::Stale);
     }
 }
