@@ -626,3 +626,42 @@ fn surveys_race_channels_that_come_and_go() {
         assert!(parse(&rt.wait_graph()).edges.is_empty());
     });
 }
+
+#[test]
+fn a_cycle_of_waits_each_under_a_timeout_is_not_drawn_red() {
+    // As the cycle above, but each second receive is under a timeout: the timers end it,
+    // so nothing is stuck, and no edge is red.
+    bounded(20, || {
+        let rt = runtime(2, "graph-timeouts");
+        let ((to_alice, alice_inbox), (to_bob, bob_inbox)) =
+            rt.block_on(async { (csp::channel::<u8>(), csp::channel::<u8>()) });
+        let (a, b) = (channel_id(&alice_inbox), channel_id(&bob_inbox));
+        let alice = rt.spawn(async move {
+            to_bob.send(1).await.ok();
+            alice_inbox.recv().await.ok();
+            csp::timeout(Duration::from_secs(60), alice_inbox.recv())
+                .await
+                .ok();
+        });
+        let bob = rt.spawn(async move {
+            bob_inbox.recv().await.ok();
+            to_alice.send(2).await.ok();
+            csp::timeout(Duration::from_secs(60), bob_inbox.recv())
+                .await
+                .ok();
+        });
+        let (pa, pb) = (format!("p{}", alice.id()), format!("p{}", bob.id()));
+        let (ca, cb) = (format!("c{a}"), format!("c{b}"));
+        let expected = BTreeSet::from([
+            edge(pa.clone(), ca.clone(), "recv"),
+            edge(pb.clone(), cb.clone(), "recv"),
+            edge(ca, pb, "last sent"),
+            edge(cb, pa, "last sent"),
+        ]);
+        let graph = wait_for_edges(&rt, &expected);
+        assert!(graph.edges_with("color=red").is_empty(), "{graph:?}");
+        alice.abort();
+        bob.abort();
+        wait_until_no_process(&rt, 10);
+    });
+}

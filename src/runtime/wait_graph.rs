@@ -69,6 +69,10 @@ struct Process {
     /// Something outside csp's channels may wake it: a waker of it is held outside
     /// csp, or it recorded no csp wait.
     foreign: bool,
+    /// Its poll marked its wait as one something outside the runtime may end: a
+    /// foreign channel's (drawn on the channel's node), or a timer or socket around a
+    /// csp wait (a `timeout`). Never part of a cycle.
+    open: bool,
     /// The `JoinSet` it belongs to: drawn inside a box of the set's.
     group: Option<Group>,
 }
@@ -197,6 +201,7 @@ impl Shared {
                             WaitOn::decode(word),
                             None | Some(WaitOn::Timer { .. } | WaitOn::Io { .. })
                         )),
+                open: WaitOn::may_end_outside(word),
                 group: None,
             });
         });
@@ -238,7 +243,7 @@ fn cycles<'a>(
 ) -> BTreeSet<(Node, Node)> {
     let blocked: BTreeSet<u64> = processes
         .iter()
-        .filter(|p| p.state == ProcessState::Sleeping && p.wait.is_some() && !p.foreign)
+        .filter(|p| p.state == ProcessState::Sleeping && p.wait.is_some() && !p.foreign && !p.open)
         .map(|p| p.id)
         .collect();
     let counts = |n: &Node| match n {
