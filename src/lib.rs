@@ -353,8 +353,8 @@ pub use csp_macros::par;
 /// As [`par!`], for branches that return `Result<_, E>` (one `E` for all): evaluates to
 /// `Ok` of the outputs, or to the first error. The first branch to fail, by returning
 /// `Err` or by panicking, has every other branch still running aborted; once each has
-/// ended, its future dropped, `try_par!` returns the `Err` (or resumes the panic) of the
-/// first branch in written order that failed. The
+/// ended, its future dropped, `try_par!` returns that `Err` (or resumes that panic, or
+/// that of a branch before it in written order that panicked too, as [`par!`] does). The
 /// role of tokio's `try_join!` and Go's `errgroup`, with the branches as parallel
 /// processes.
 ///

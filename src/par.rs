@@ -10,10 +10,10 @@
 //! the whole join, with a single waker registered in a branch at a time and nothing
 //! allocated while waiting. The group holds the join's waker too, so a failure of any
 //! branch wakes the join at once: it aborts every branch still running, waits until
-//! each has ended (its future dropped), and then resumes the panic or returns the error
-//! of the first branch in written order that failed (API.md): a branch aborted before it
-//! failed did not fail, nor did one whose future's drop panicked under that abort. Once
-//! every branch has completed it hands out the outputs in order.
+//! each has ended (its future dropped), and then returns the first error, or resumes
+//! the panic of the first branch in written order that panicked (API.md): a branch
+//! aborted before it panicked did not, nor did one whose future's drop panicked under
+//! that abort. Once every branch has completed it hands out the outputs in order.
 
 use std::convert::Infallible;
 use std::fmt;
@@ -79,9 +79,11 @@ impl<E> ParGroup<E> {
 
 impl<E> Group<E> {
     /// Records the failure of branch `index`; the first failure wakes the join. A later
-    /// one replaces it only if it is the branch's own (its poll panicked or returned
-    /// `Err`, or its future's drop panicked once it had ended: not a drop made by the
-    /// abort that the first failure caused) and the branch comes first in written order.
+    /// panic replaces a panic kept only if it is the branch's own (its poll panicked, or
+    /// its future's drop once it had ended: not a drop made by the abort that the first
+    /// failure caused) and the branch comes first in written order (API.md). An `Err`
+    /// is never replaced, nor does it replace: `try_par!` returns the first error, not
+    /// one that followed from it (a sender failing because the receivers were aborted).
     fn fail(&self, index: usize, failure: Failure<E>, own: bool) {
         let mut state = self.state.lock();
         let first = state.failure.is_none();
@@ -90,7 +92,9 @@ impl<E> Group<E> {
                 state.failure = Some((index, failure));
                 None
             }
-            Some((kept, _)) if own && index < *kept => {
+            Some((kept, Failure::Panic(_)))
+                if own && index < *kept && matches!(failure, Failure::Panic(_)) =>
+            {
                 state.failure.replace((index, failure)).map(|(_, old)| old)
             }
             Some(_) => Some(failure),
