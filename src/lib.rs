@@ -319,9 +319,9 @@ pub use csp_macros::prialt;
 ///
 /// The first branch to panic fails the whole `par!` at once: every other branch still
 /// running is aborted (as [`JoinHandle::abort`] does), and once each has ended, its
-/// future dropped, `par!` resumes the panic of the first branch in written order that
-/// panicked (one aborted before it panicked did not, nor did one whose future's drop
-/// panicked under that abort); outputs of branches that had completed are dropped. A branch caught in a long poll ends when that poll returns. (A branch
+/// future dropped, `par!` resumes that panic, the first in time: a later one, often a
+/// consequence (a branch that finds its peers aborted and unwraps a failed send), never
+/// replaces it. Outputs of branches that had completed are dropped. A branch caught in a long poll ends when that poll returns. (A branch
 /// cancelled because its runtime is shutting down, with no branch failed, makes `par!`
 /// panic with a message that says so.)
 ///
@@ -353,8 +353,7 @@ pub use csp_macros::par;
 /// As [`par!`], for branches that return `Result<_, E>` (one `E` for all): evaluates to
 /// `Ok` of the outputs, or to the first error. The first branch to fail, by returning
 /// `Err` or by panicking, has every other branch still running aborted; once each has
-/// ended, its future dropped, `try_par!` returns that `Err` (or resumes that panic, or
-/// that of a branch before it in written order that panicked too, as [`par!`] does). The
+/// ended, its future dropped, `try_par!` returns that `Err` (or resumes that panic). The
 /// role of tokio's `try_join!` and Go's `errgroup`, with the branches as parallel
 /// processes.
 ///

@@ -10,10 +10,8 @@
 //! the whole join, with a single waker registered in a branch at a time and nothing
 //! allocated while waiting. The group holds the join's waker too, so a failure of any
 //! branch wakes the join at once: it aborts every branch still running, waits until
-//! each has ended (its future dropped), and then returns the first error, or resumes
-//! the panic of the first branch in written order that panicked (API.md): a branch
-//! aborted before it panicked did not, nor did one whose future's drop panicked under
-//! that abort. Once every branch has completed it hands out the outputs in order.
+//! each has ended (its future dropped), and then resumes the panic or returns the error.
+//! Once every branch has completed it hands out the outputs in order.
 
 use std::convert::Infallible;
 use std::fmt;
@@ -23,10 +21,9 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker, ready};
 
-use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::task::JoinError;
-use crate::task::panic::catching;
 use crate::wait::JoinHandle;
 use crate::wait::join::{internal_clone, wake_same};
 
@@ -46,16 +43,12 @@ pub struct ParGroup<E> {
 struct Group<E> {
     /// Set once, with the first failure stored: lets the join's polls skip the lock.
     failed: AtomicBool,
-    /// The index the next branch spawned into the group gets: the macros spawn the
-    /// branches in written order.
-    branches: AtomicUsize,
     state: Mutex<GroupState<E>>,
 }
 
 struct GroupState<E> {
-    /// The failure of the branch first in written order of those that failed so far,
-    /// and its index, until the join takes it.
-    failure: Option<(usize, Failure<E>)>,
+    /// The first failure, until the join takes it.
+    failure: Option<Failure<E>>,
     /// The join's waker, from its latest poll.
     join: Option<Waker>,
 }
@@ -67,7 +60,6 @@ impl<E> ParGroup<E> {
         ParGroup {
             shared: Arc::new(Group {
                 failed: AtomicBool::new(false),
-                branches: AtomicUsize::new(0),
                 state: Mutex::new(GroupState {
                     failure: None,
                     join: None,
@@ -78,39 +70,21 @@ impl<E> ParGroup<E> {
 }
 
 impl<E> Group<E> {
-    /// Records the failure of branch `index`; the first failure wakes the join. A later
-    /// panic replaces a panic kept only if it is the branch's own (its poll panicked, or
-    /// its future's drop once it had ended: not a drop made by the abort that the first
-    /// failure caused) and the branch comes first in written order (API.md). An `Err`
-    /// is never replaced, nor does it replace: `try_par!` returns the first error, not
-    /// one that followed from it (a sender failing because the receivers were aborted).
-    fn fail(&self, index: usize, failure: Failure<E>, own: bool) {
+    /// Records `failure` if it is the first, and wakes the join.
+    fn fail(&self, failure: Failure<E>) {
         let mut state = self.state.lock();
-        let first = state.failure.is_none();
-        let dropped = match &state.failure {
-            None => {
-                state.failure = Some((index, failure));
-                None
-            }
-            Some((kept, Failure::Panic(_)))
-                if own && index < *kept && matches!(failure, Failure::Panic(_)) =>
-            {
-                state.failure.replace((index, failure)).map(|(_, old)| old)
-            }
-            Some(_) => Some(failure),
-        };
-        let join = if first {
-            // Release: the join that reads `true` then locks, and finds the failure
-            // anyway; the flag only spares its polls the lock while nothing has failed.
-            self.failed.store(true, Ordering::Release);
-            state.join.take()
-        } else {
-            None
-        };
+        if state.failure.is_some() {
+            drop(state);
+            // A later failure is dropped, outside the lock: its `Drop` is user code.
+            drop(failure);
+            return;
+        }
+        state.failure = Some(failure);
+        // Release: the join that reads `true` then locks, and finds the failure anyway;
+        // the flag only spares its polls the lock while nothing has failed.
+        self.failed.store(true, Ordering::Release);
+        let join = state.join.take();
         drop(state);
-        // The failure not kept is dropped outside the lock: its `Drop` is user code, a
-        // panic of which the branch's process would only report as its own.
-        catching(move || drop(dropped));
         if let Some(join) = join {
             join.wake();
         }
@@ -153,9 +127,9 @@ impl<E> Group<E> {
         failed
     }
 
-    /// The failure of the first branch in written order that failed, once.
+    /// The first failure, once.
     fn take_failure(&self) -> Option<Failure<E>> {
-        self.state.lock().failure.take().map(|(_, failure)| failure)
+        self.state.lock().failure.take()
     }
 }
 
@@ -213,10 +187,6 @@ where
     /// Pinned with the task; dropped in place by `Drop`, exactly once.
     future: ManuallyDrop<F>,
     group: Arc<Group<K::Error>>,
-    /// The branch's place in written order.
-    index: usize,
-    /// The future returned `Ready` (or panicked): a drop from now on is not an abort's.
-    ended: bool,
 }
 
 impl<F, K> Future for ParTask<F, K>
@@ -236,19 +206,15 @@ where
         // not when it comes to this branch's handle in written order.
         match panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(output)) => {
-                this.ended = true;
-                Poll::Ready(match K::split(output) {
-                    Ok(value) => Some(value),
-                    Err(err) => {
-                        this.group.fail(this.index, Failure::Err(err), true);
-                        None
-                    }
-                })
-            }
+            Ok(Poll::Ready(output)) => Poll::Ready(match K::split(output) {
+                Ok(value) => Some(value),
+                Err(err) => {
+                    this.group.fail(Failure::Err(err));
+                    None
+                }
+            }),
             Err(payload) => {
-                this.ended = true;
-                this.group.fail(this.index, Failure::Panic(payload), true);
+                this.group.fail(Failure::Panic(payload));
                 Poll::Ready(None)
             }
         }
@@ -266,10 +232,8 @@ where
             ManuallyDrop::drop(&mut self.future)
         }));
         if let Err(payload) = dropped {
-            // A future whose drop panics fails its branch as a panic in its poll does;
-            // dropped unended, by an abort, only if nothing failed before.
-            self.group
-                .fail(self.index, Failure::Panic(payload), self.ended);
+            // A future whose drop panics fails its branch as a panic in its poll does.
+            self.group.fail(Failure::Panic(payload));
         }
     }
 }
@@ -288,9 +252,6 @@ where
         state: Branch::Running(crate::spawn(ParTask::<F, K> {
             future: ManuallyDrop::new(future),
             group: group.shared.clone(),
-            // Relaxed: a counter the spawning process alone advances.
-            index: group.shared.branches.fetch_add(1, Ordering::Relaxed),
-            ended: false,
         })),
     }
 }

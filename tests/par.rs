@@ -9,7 +9,6 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::sync::mpsc;
-use std::time::Duration;
 
 use futures::FutureExt;
 
@@ -573,43 +572,6 @@ fn a_deadlock_inside_a_par_is_reported() {
         assert!(
             report.starts_with("csp: deadlock: all processes are asleep"),
             "{report}"
-        );
-    });
-}
-
-#[test]
-fn of_two_branches_that_panic_the_first_in_written_order_is_resumed() {
-    // The second branch panics first. The first, blocking its worker all the while (so
-    // that the abort cannot reach it), panics a little later in the same poll: both
-    // branches panicked, and the first in written order is the one resumed.
-    bounded(30, || {
-        let rt = runtime(2, "par-order");
-        let (started_tx, started) = mpsc::channel::<()>();
-        let (second_tx, second) = mpsc::channel::<()>();
-        let joined = rt.spawn(async move {
-            csp::par!(
-                async move {
-                    started_tx.send(()).unwrap();
-                    second
-                        .recv_timeout(Duration::from_secs(10))
-                        .expect("the second branch ran");
-                    // Time for the second branch's failure to be recorded.
-                    std::thread::sleep(Duration::from_millis(20));
-                    panic!("the first branch panicked")
-                },
-                async move {
-                    started
-                        .recv_timeout(Duration::from_secs(10))
-                        .expect("the first branch ran");
-                    second_tx.send(()).unwrap();
-                    panic!("the second branch panicked")
-                },
-            )
-        });
-        let payload = rt.block_on(joined).unwrap_err().into_panic();
-        assert_eq!(
-            panic_message(&*payload).as_deref(),
-            Some("the first branch panicked")
         );
     });
 }
