@@ -317,37 +317,52 @@ fn a_block_on_future_is_the_main_node() {
     });
 }
 
+/// The edges of a graph, as `parse` reads them.
+type Edges = BTreeSet<(String, String, String)>;
+
+/// Alice and Bob, on channels made inside `rt` and used only there (not foreign): one
+/// greeting each way goes through, then each waits for the other to speak again, under a
+/// timeout of `patience` if given. The two processes, each one's wait on its inbox, and
+/// each inbox's dashed edge to the process that last sent on it (the other one).
+fn alice_and_bob(
+    rt: &csp::Runtime,
+    patience: Option<Duration>,
+) -> ([csp::JoinHandle<()>; 2], Edges, Edges) {
+    let ((to_alice, alice_inbox), (to_bob, bob_inbox)) =
+        rt.block_on(async { (csp::channel::<u8>(), csp::channel::<u8>()) });
+    let (a, b) = (channel_id(&alice_inbox), channel_id(&bob_inbox));
+    async fn hear_again(inbox: &csp::Receiver<u8>, patience: Option<Duration>) {
+        match patience {
+            Some(patience) => drop(csp::timeout(patience, inbox.recv()).await),
+            None => drop(inbox.recv().await),
+        }
+    }
+    let alice = rt.spawn(async move {
+        to_bob.send(1).await.ok();
+        alice_inbox.recv().await.ok();
+        hear_again(&alice_inbox, patience).await;
+    });
+    let bob = rt.spawn(async move {
+        bob_inbox.recv().await.ok();
+        to_alice.send(2).await.ok();
+        hear_again(&bob_inbox, patience).await;
+    });
+    let (pa, pb) = (format!("p{}", alice.id()), format!("p{}", bob.id()));
+    let (ca, cb) = (format!("c{a}"), format!("c{b}"));
+    let waits = BTreeSet::from([
+        edge(pa.clone(), ca.clone(), "recv"),
+        edge(pb.clone(), cb.clone(), "recv"),
+    ]);
+    let last_senders = BTreeSet::from([edge(ca, pb, "last sent"), edge(cb, pa, "last sent")]);
+    ([alice, bob], waits, last_senders)
+}
+
 #[test]
 fn a_deadlock_cycle_is_drawn_red_through_dashed_edges_to_the_last_senders() {
     bounded(20, || {
         let rt = runtime(2, "graph-cycle");
-        // Made inside the runtime, and used only there: not foreign.
-        let ((to_alice, alice_inbox), (to_bob, bob_inbox)) =
-            rt.block_on(async { (csp::channel::<u8>(), csp::channel::<u8>()) });
-        let (a, b) = (channel_id(&alice_inbox), channel_id(&bob_inbox));
-        // One greeting each way goes through; then each waits for the other to speak
-        // again: a real deadlock.
-        let alice = rt.spawn(async move {
-            to_bob.send(1).await.ok();
-            alice_inbox.recv().await.ok();
-            alice_inbox.recv().await.ok();
-        });
-        let bob = rt.spawn(async move {
-            bob_inbox.recv().await.ok();
-            to_alice.send(2).await.ok();
-            bob_inbox.recv().await.ok();
-        });
-        let (pa, pb) = (format!("p{}", alice.id()), format!("p{}", bob.id()));
-        let (ca, cb) = (format!("c{a}"), format!("c{b}"));
-        let waits = BTreeSet::from([
-            edge(pa.clone(), ca.clone(), "recv"),
-            edge(pb.clone(), cb.clone(), "recv"),
-        ]);
-        // Each inbox points at the process that last sent on it: the other one.
-        let last_senders = BTreeSet::from([
-            edge(ca.clone(), pb.clone(), "last sent"),
-            edge(cb.clone(), pa.clone(), "last sent"),
-        ]);
+        // A real deadlock.
+        let ([alice, bob], waits, last_senders) = alice_and_bob(&rt, None);
         let expected = waits.union(&last_senders).cloned().collect();
         let graph = wait_for_edges(&rt, &expected);
         assert_eq!(graph.edges_with("style=dashed"), last_senders, "{graph:?}");
@@ -633,31 +648,8 @@ fn a_cycle_of_waits_each_under_a_timeout_is_not_drawn_red() {
     // so nothing is stuck, and no edge is red.
     bounded(20, || {
         let rt = runtime(2, "graph-timeouts");
-        let ((to_alice, alice_inbox), (to_bob, bob_inbox)) =
-            rt.block_on(async { (csp::channel::<u8>(), csp::channel::<u8>()) });
-        let (a, b) = (channel_id(&alice_inbox), channel_id(&bob_inbox));
-        let alice = rt.spawn(async move {
-            to_bob.send(1).await.ok();
-            alice_inbox.recv().await.ok();
-            csp::timeout(Duration::from_secs(60), alice_inbox.recv())
-                .await
-                .ok();
-        });
-        let bob = rt.spawn(async move {
-            bob_inbox.recv().await.ok();
-            to_alice.send(2).await.ok();
-            csp::timeout(Duration::from_secs(60), bob_inbox.recv())
-                .await
-                .ok();
-        });
-        let (pa, pb) = (format!("p{}", alice.id()), format!("p{}", bob.id()));
-        let (ca, cb) = (format!("c{a}"), format!("c{b}"));
-        let expected = BTreeSet::from([
-            edge(pa.clone(), ca.clone(), "recv"),
-            edge(pb.clone(), cb.clone(), "recv"),
-            edge(ca, pb, "last sent"),
-            edge(cb, pa, "last sent"),
-        ]);
+        let ([alice, bob], waits, last_senders) = alice_and_bob(&rt, Some(Duration::from_secs(60)));
+        let expected = waits.union(&last_senders).cloned().collect();
         let graph = wait_for_edges(&rt, &expected);
         assert!(graph.edges_with("color=red").is_empty(), "{graph:?}");
         alice.abort();

@@ -184,11 +184,7 @@ impl<T> Receiver<T> {
             .node
             .get_or_insert_with(|| Box::pin(Single::new(ReadOp::new(chan.clone()))));
         loop {
-            // A node already done holds what a poll took before a waker's panic
-            // unwound out of it: that is the result now.
-            if !node.is_done() {
-                ready!(node.as_mut().poll(cx));
-            }
+            ready!(node.as_mut().poll(cx));
             let result = node.as_ref().op().take_result();
             node.as_mut().consumed();
             if let Some(result) = result {

@@ -7,7 +7,7 @@
 //! a program's life), where a leak checker sees it still reachable.
 
 use std::any::Any;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 /// What `catch_unwind` gives back for a panic.
 pub(crate) type Payload = Box<dyn Any + Send>;
@@ -26,13 +26,39 @@ pub(crate) fn discard(payload: Payload) {
     }
 }
 
-/// Runs `f`, which runs user code, discarding a panic of it; true if `f` returned.
-pub(crate) fn catching(f: impl FnOnce()) -> bool {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(()) => true,
-        Err(payload) => {
-            discard(payload);
-            false
+/// Runs `f`, which runs user code, discarding a panic of it.
+pub(crate) fn catching(f: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        discard(payload);
+    }
+}
+
+/// The panics of several calls of user code that must all run (the wakers of one
+/// event, say): the first is kept, to resume once every call is done; later ones are
+/// discarded.
+#[derive(Default)]
+pub(crate) struct FirstPanic(Option<Payload>);
+
+impl FirstPanic {
+    /// Runs `f`, catching a panic of it.
+    pub(crate) fn catch(&mut self, f: impl FnOnce()) {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+            match self.0 {
+                None => self.0 = Some(payload),
+                Some(_) => discard(payload),
+            }
+        }
+    }
+
+    /// The first panic caught, if any.
+    pub(crate) fn into_result(self) -> Result<(), Payload> {
+        self.0.map_or(Ok(()), Err)
+    }
+
+    /// Resumes the first panic caught, if any.
+    pub(crate) fn resume(self) {
+        if let Some(payload) = self.0 {
+            resume_unwind(payload);
         }
     }
 }
@@ -52,8 +78,20 @@ mod tests {
 
     #[test]
     fn a_payload_whose_drop_panics_is_let_go_without_unwinding() {
-        assert!(!catching(|| std::panic::panic_any(PanicsOnDrop)));
+        catching(|| std::panic::panic_any(PanicsOnDrop));
         discard(Box::new(PanicsOnDrop));
-        assert!(catching(|| {}));
+    }
+
+    #[test]
+    fn every_call_runs_and_the_first_panic_is_the_one_kept() {
+        let mut ran = 0;
+        let mut panic = FirstPanic::default();
+        panic.catch(|| ran += 1);
+        panic.catch(|| std::panic::panic_any("first"));
+        panic.catch(|| std::panic::panic_any(PanicsOnDrop));
+        panic.catch(|| ran += 1);
+        assert_eq!(ran, 2);
+        let first = panic.into_result().expect_err("two calls panicked");
+        assert_eq!(first.downcast_ref::<&str>(), Some(&"first"));
     }
 }

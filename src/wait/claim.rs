@@ -25,12 +25,12 @@
 
 use std::marker::PhantomPinned;
 use std::mem::ManuallyDrop;
-use std::panic::AssertUnwindSafe;
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::task::TaskRef;
+use crate::task::panic::FirstPanic;
 use crate::task::waker::process_of;
 use crate::wait::parker::{Parker, parker_arc_of, parker_of};
 
@@ -94,25 +94,18 @@ impl Owner {
     /// handoff slot when woken by another process of its runtime). A foreign waker's
     /// panic unwinds to the caller.
     pub(crate) fn wake(self) {
-        let mut panic = None;
+        let mut panic = FirstPanic::default();
         self.wake_catching(&mut panic);
-        if let Some(panic) = panic {
-            std::panic::resume_unwind(panic);
-        }
+        panic.resume();
     }
 
-    /// Wakes the owner; a foreign waker's panic is caught and kept in `panic` unless
-    /// an earlier one is there already.
+    /// Wakes the owner; a foreign waker's panic is caught into `panic`.
     #[inline]
-    pub(crate) fn wake_catching(self, panic: &mut Option<Panic>) {
+    pub(crate) fn wake_catching(self, panic: &mut FirstPanic) {
         match self {
             Owner::Process(task) => task.wake(),
             Owner::Main(parker) => parker.unpark(),
-            Owner::Foreign(waker) => {
-                if let Err(caught) = std::panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-                    panic.get_or_insert(caught);
-                }
-            }
+            Owner::Foreign(waker) => panic.catch(|| waker.wake()),
         }
     }
 }
@@ -164,7 +157,7 @@ impl OwnerTag {
 
 /// A panic caught from foreign code (a waker), to resume once the work it interrupted
 /// is complete.
-pub(crate) type Panic = Box<dyn std::any::Any + Send>;
+pub(crate) type Panic = crate::task::panic::Payload;
 
 /// Resumes a panic caught from foreign code; dropped instead if this thread is already
 /// unwinding (a second panic would abort the process).
@@ -235,15 +228,12 @@ impl Wakes {
 
     #[inline(never)]
     fn wake_all(first: Owner, more: Vec<Owner>) -> Result<(), Panic> {
-        let mut panic = None;
+        let mut panic = FirstPanic::default();
         first.wake_catching(&mut panic);
         for owner in more {
             owner.wake_catching(&mut panic);
         }
-        match panic {
-            None => Ok(()),
-            Some(panic) => Err(panic),
-        }
+        panic.into_result()
     }
 }
 

@@ -105,11 +105,6 @@ impl<O: Operation> Single<O> {
         matches!(self.stage, Stage::Done | Stage::Taken)
     }
 
-    /// The outcome is stored and not yet read.
-    pub(crate) fn is_done(&self) -> bool {
-        self.stage == Stage::Done
-    }
-
     /// Marks the outcome as taken by the future's output, for good.
     #[inline]
     pub(crate) fn taken(self: Pin<&mut Self>) {
@@ -204,9 +199,10 @@ impl<O: Operation> Single<O> {
                 *this.stage = Stage::Done;
                 Poll::Ready(())
             }
-            Stage::Done | Stage::Taken => {
-                panic!("csp: a channel future was polled after it completed")
-            }
+            // Stored by a poll that a waker's panic unwound out of after the operation
+            // completed: the outcome is this poll's.
+            Stage::Done => Poll::Ready(()),
+            Stage::Taken => panic!("csp: a channel future was polled after it completed"),
         }
     }
 }

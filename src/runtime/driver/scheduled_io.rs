@@ -9,14 +9,13 @@
 //! readiness word once more, so an event between its first look and its store is seen by
 //! that second look or finds the waker (`waker_slot.rs`).
 
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::task::{Context, Poll};
 
 use crate::runtime::driver::readiness::{
     Direction, ERROR, READ_CLOSED, READABLE, Readiness, Seen, WRITABLE, WRITE_CLOSED,
 };
 use crate::runtime::driver::waker_slot::WakerSlot;
-use crate::task::panic::discard;
+use crate::task::panic::FirstPanic;
 
 /// The driver's state for one source.
 #[derive(Debug)]
@@ -85,18 +84,10 @@ impl ScheduledIo {
     fn wake(&self, read: bool, write: bool) {
         match (read, write) {
             (true, true) => {
-                let reader = catch_unwind(AssertUnwindSafe(|| self.reader.wake()));
-                let writer = catch_unwind(AssertUnwindSafe(|| self.writer.wake()));
-                match (reader, writer) {
-                    (Err(panic), writer) => {
-                        if let Err(again) = writer {
-                            discard(again);
-                        }
-                        resume_unwind(panic);
-                    }
-                    (Ok(()), Err(panic)) => resume_unwind(panic),
-                    (Ok(()), Ok(())) => {}
-                }
+                let mut panic = FirstPanic::default();
+                panic.catch(|| self.reader.wake());
+                panic.catch(|| self.writer.wake());
+                panic.resume();
             }
             (true, false) => self.reader.wake(),
             (false, true) => self.writer.wake(),
@@ -178,7 +169,8 @@ mod tests {
                 io.poll_ready(&mut Context::from_waker(&writer), Direction::Write)
                     .is_pending()
             );
-            let dispatched = std::panic::catch_unwind(AssertUnwindSafe(|| io.dispatch(event, 2)));
+            let dispatched =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| io.dispatch(event, 2)));
             assert!(dispatched.is_err(), "the reader's panic goes on");
             assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the writer was woken");
         }

@@ -30,13 +30,12 @@
 //! the task's store, ordered after the take, makes the task's second look see the
 //! readiness (`scheduled_io.rs`).
 
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use crate::task::panic::discard;
+use crate::task::panic::FirstPanic;
 
 const IDLE: usize = 0;
 const STORING: usize = 1;
@@ -217,21 +216,14 @@ enum Stored {
     NeedsClone,
 }
 
-/// Wakes every one of `wakers`, whatever the others do: a panic is caught, and the
-/// first is resumed once all are woken (the payloads of any more are discarded).
+/// Wakes every one of `wakers`, whatever the others do: the first panic is resumed
+/// once all are woken.
 fn wake_each(wakers: impl IntoIterator<Item = Waker>) {
-    let mut panic = None;
+    let mut panic = FirstPanic::default();
     for waker in wakers {
-        if let Err(caught) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-            match panic {
-                None => panic = Some(caught),
-                Some(_) => discard(caught),
-            }
-        }
+        panic.catch(|| waker.wake());
     }
-    if let Some(panic) = panic {
-        resume_unwind(panic);
-    }
+    panic.resume();
 }
 
 impl std::fmt::Debug for WakerSlot {
@@ -244,6 +236,7 @@ impl std::fmt::Debug for WakerSlot {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize as Count;
     use std::task::{RawWaker, RawWakerVTable, Wake};
