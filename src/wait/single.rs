@@ -46,6 +46,18 @@ pin_project! {
     }
 }
 
+/// A poll of a future whose operation completed: out of line, as the hot paths never
+/// come here. `Done` is an outcome stored by a poll that a waker's panic unwound out of
+/// after the operation completed: the outcome is this poll's. `Taken` is a misuse.
+#[cold]
+#[inline(never)]
+fn polled_again(stage: Stage) -> Poll<()> {
+    if stage == Stage::Taken {
+        panic!("csp: a channel future was polled after it completed");
+    }
+    Poll::Ready(())
+}
+
 impl<O: Operation> Single<O> {
     /// The drop of a future that waited or completed without being read: unlinks its
     /// entry, or gives back what its operation took.
@@ -199,10 +211,7 @@ impl<O: Operation> Single<O> {
                 *this.stage = Stage::Done;
                 Poll::Ready(())
             }
-            // Stored by a poll that a waker's panic unwound out of after the operation
-            // completed: the outcome is this poll's.
-            Stage::Done => Poll::Ready(()),
-            Stage::Taken => panic!("csp: a channel future was polled after it completed"),
+            Stage::Done | Stage::Taken => polled_again(*this.stage),
         }
     }
 }
