@@ -119,6 +119,80 @@ fn sleep_works_on_the_default_runtime_from_plain_threads_and_tokio() {
 }
 
 #[test]
+fn sleeps_moved_between_workers_fire_once_never_early_and_leave_the_wheels() {
+    // Each worker arms in a wheel of its own: a sleep armed by a process on one worker
+    // and then awaited, or dropped, by a process on another (or by a plain thread) is
+    // fired or disarmed through the wheel it was armed in.
+    bounded(60, || {
+        let rt = runtime(4, "sleep-shards");
+        let (tx, rx) = csp::bounded::<(std::pin::Pin<Box<csp::Sleep>>, Instant, Duration)>(16);
+        let armers: Vec<_> = (0..8u64)
+            .map(|p| {
+                let tx = tx.clone();
+                rt.spawn(async move {
+                    for i in 0..200u64 {
+                        let wanted = Duration::from_micros(100 * ((p * 7 + i) % 23));
+                        let start = Instant::now();
+                        let mut sleep = Box::pin(csp::sleep(wanted));
+                        // Armed here (unless already due), on this worker.
+                        let _ = futures::poll!(sleep.as_mut());
+                        tx.send((sleep, start, wanted)).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(Some(rx)));
+        let waiters: Vec<_> = (0..4)
+            .map(|w| {
+                let rx = rx.lock().unwrap().clone().unwrap();
+                rt.spawn(async move {
+                    let (mut fired, mut dropped) = (0, 0);
+                    while let Ok((sleep, start, wanted)) = rx.recv().await {
+                        if (fired + dropped + w) % 3 == 0 {
+                            drop(sleep);
+                            dropped += 1;
+                        } else {
+                            sleep.await;
+                            assert!(start.elapsed() >= wanted, "a sleep completed early");
+                            fired += 1;
+                        }
+                    }
+                    (fired, dropped)
+                })
+            })
+            .collect();
+        drop(rx.lock().unwrap().take());
+        for armer in armers {
+            rt.block_on(armer).unwrap();
+        }
+        let mut total = 0;
+        for waiter in waiters {
+            let (fired, dropped) = rt.block_on(waiter).unwrap();
+            total += fired + dropped;
+        }
+        assert_eq!(total, 8 * 200);
+        // A plain thread's sleeps too, awaited by processes.
+        let handle = rt.handle().clone();
+        std::thread::spawn(move || {
+            let sleeps: Vec<_> = (0..50u64)
+                .map(|i| {
+                    let mut sleep = Box::pin(csp::sleep(Duration::from_micros(200 * (i % 5))));
+                    let _ = poll_once(sleep.as_mut());
+                    sleep
+                })
+                .collect();
+            for sleep in sleeps {
+                csp::block_on(handle.spawn(sleep)).unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(rt.metrics().timers_armed, 0, "a timer was left in a wheel");
+    });
+}
+
+#[test]
 fn dropped_sleeps_leave_the_wheel() {
     bounded(30, || {
         let rt = runtime(1, "sleep-drop");

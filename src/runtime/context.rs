@@ -28,7 +28,13 @@ struct Thread {
     /// Values this thread put in channel buffers, wrapping: how much a poll sent on
     /// after it woke a process into the handoff slot (`worker.rs`).
     buffered: Cell<u32>,
+    /// The timer shard of a thread that is no worker ([`timer_shard`]): drawn at its
+    /// first timer; [`NO_SHARD`] before.
+    outside_shard: Cell<usize>,
 }
+
+/// [`Thread::outside_shard`] before the thread's first timer.
+const NO_SHARD: usize = usize::MAX;
 
 impl Thread {
     const fn new() -> Thread {
@@ -36,6 +42,7 @@ impl Thread {
             worker: Cell::new(None),
             polling: Cell::new(NOT_POLLING),
             buffered: Cell::new(0),
+            outside_shard: Cell::new(NO_SHARD),
         }
     }
 }
@@ -82,6 +89,29 @@ pub(crate) fn current_handle() -> Option<Handle> {
         .try_with(|entered| entered.borrow().clone())
         .ok()
         .flatten()
+}
+
+/// The timer shard (`runtime/timer/timers.rs`) for a timer armed on this thread: a
+/// worker's own index, so that each worker arms in its own wheel; on any other thread a
+/// number drawn once per thread, round the shards, so that plain threads and `block_on`
+/// callers spread over them. Taken modulo the number of shards by the timers.
+pub(crate) fn timer_shard() -> usize {
+    if let Some(index) = with_worker(|local| local.map(Local::index)) {
+        return index;
+    }
+    // Std's atomic, not the facade's: a process-wide counter outside every model.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    THREAD
+        .try_with(|thread| {
+            if thread.outside_shard.get() == NO_SHARD {
+                // Relaxed: only the spread matters. (It never reaches `NO_SHARD`: that
+                // would take 2^64 threads.)
+                let drawn = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                thread.outside_shard.set(drawn);
+            }
+            thread.outside_shard.get()
+        })
+        .unwrap_or(0)
 }
 
 /// True while csp polls a process or a `block_on` future on this thread (on a worker:

@@ -164,7 +164,7 @@ impl Shared {
             blocking: BlockingPool::new(thread_name),
             shutdown: AtomicBool::new(false),
             workers_running: Latch::new(0),
-            timers: CachePadded::new(Timers::new()),
+            timers: CachePadded::new(Timers::new(workers)),
             deadlock_grace,
             main_futures: AtomicUsize::new(0),
             hooks,

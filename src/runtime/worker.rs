@@ -284,6 +284,11 @@ impl Local {
         }
     }
 
+    /// This worker's index among its runtime's workers.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::runtime::Handle;
+use crate::runtime::context;
 use crate::runtime::timer::entry::{Action, Entry};
 use crate::runtime::timer::timers::{Armed, Rewake};
 use crate::wait::WaitOn;
@@ -193,7 +194,8 @@ impl Future for Sleep {
             let tick = timers.deadline_tick(deadline);
             let owner = Owner::from_waker(cx.waker());
             // SAFETY: the entry is pinned and unlinked; `PinnedDrop` disarms it.
-            let (armed, rest) = unsafe { timers.arm(entry, tick, Action::Wake(owner)) };
+            let shard = context::timer_shard();
+            let (armed, rest) = unsafe { timers.arm(shard, entry, tick, Action::Wake(owner)) };
             match armed {
                 Armed::Waiting { wake_a_worker } => {
                     // Recorded first, before anything else runs (`rest` may run a

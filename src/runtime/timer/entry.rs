@@ -2,8 +2,9 @@
 //! `Sleep` (or inside the shared state of an `after`/`tick` channel), so arming a timer
 //! allocates nothing.
 //!
-//! Every field but `fired` is read and written only under the lock of the wheel the
-//! entry is (or will be) linked into; `fired` is also read lock-free by the owner.
+//! Every field but `fired` and `shard` is read and written only under the lock of the
+//! wheel the entry is (or will be) linked into; `fired` is also read lock-free by the
+//! owner, and `shard` (which wheel that is) is the owner's, read to find the lock.
 
 use std::marker::PhantomPinned;
 use std::ptr::NonNull;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::runtime::timer::Timers;
 use crate::wait::claim::Owner;
 
@@ -64,6 +65,11 @@ pub(crate) struct Entry {
     action: UnsafeCell<Action>,
     /// Set (under the wheel lock) when the entry expires; read lock-free by its owner.
     fired: AtomicBool,
+    /// The shard (`timers.rs`) whose wheel the entry was last armed in: written by the
+    /// thread that arms it, read by the ones that disarm, re-arm or re-poll it, which
+    /// the entry's owner orders after the arm (one process, or a channel's timer armed
+    /// before it is shared).
+    shard: AtomicUsize,
     _pinned: PhantomPinned,
 }
 
@@ -82,6 +88,7 @@ impl Entry {
             position: UnsafeCell::new(Position::Unlinked),
             action: UnsafeCell::new(Action::None),
             fired: AtomicBool::new(false),
+            shard: AtomicUsize::new(0),
             _pinned: PhantomPinned,
         }
     }
@@ -99,6 +106,22 @@ impl Entry {
     pub(crate) unsafe fn set_fired(&self, fired: bool) {
         // Release: the owner that sees `true` also sees the unlinking.
         self.fired.store(fired, Ordering::Release);
+    }
+
+    /// The shard the entry was last armed in (0 if never).
+    pub(crate) fn shard(&self) -> usize {
+        // Relaxed: ordered by the entry's owner (field docs).
+        self.shard.load(Ordering::Relaxed)
+    }
+
+    /// Records the shard the entry is being armed in.
+    ///
+    /// # Safety
+    /// The entry is unlinked, and no other thread reads its shard until the owner
+    /// orders it after this call (field docs).
+    pub(crate) unsafe fn set_shard(&self, shard: usize) {
+        // Relaxed: as in `shard`.
+        self.shard.store(shard, Ordering::Relaxed);
     }
 
     /// # Safety

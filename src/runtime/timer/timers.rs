@@ -1,22 +1,52 @@
-//! A runtime's timers: its wheel, the clock the wheel counts in, and the protocol by
-//! which its workers drive it (DESIGN.md, "Timers").
+//! A runtime's timers: its wheels, the clock they count in, and the protocol by which
+//! its workers drive them (DESIGN.md, "Timers").
 //!
-//! There is no timer thread. A worker advances the wheel when it finds it due: every
+//! The timers are split into one wheel per worker (a *shard*), each behind its own lock:
+//! a process arms its timer in the wheel of the worker polling it (a thread outside the
+//! workers in a shard of its own choosing, `context::timer_shard`), so the workers of a
+//! busy runtime do not take turns at one lock, nor write into each other's timers' links.
+//! An entry records its shard; it is disarmed, re-armed and fired through that shard.
+//!
+//! There is no timer thread. A worker advances the wheels when it finds one due: every
 //! `GLOBAL_QUEUE_INTERVAL` scheduling ticks, when it runs out of work, and before it
-//! parks. The parking worker that sees the earliest deadline *arms* it: it parks with a
-//! timeout to that deadline, and records it, so later workers park without one. A
-//! timer inserted earlier than the armed deadline (or with none armed) asks the caller
-//! to wake a worker, which then arms the earlier deadline as it parks again.
+//! parks. The parking worker that sees the earliest deadline of all the wheels *arms*
+//! it: it parks with a timeout to that deadline, and records it in `armed`, so later
+//! workers park without one. A timer inserted earlier than the armed deadline (or with
+//! none armed) asks the caller to wake a worker, which then arms the earlier deadline as
+//! it parks again.
 //!
-//! Expired entries are taken out under the lock in batches and fired after unlocking,
-//! so no waker and no channel operation runs under the wheel's lock.
+//! No lock spans the wheels, so an insert and a park meet through `armed` and each
+//! shard's mirror of its next deadline (`Shard::next`), ordered by a `SeqCst` fence on
+//! each side (Dekker's pattern):
+//!
+//! - a timer that lowers its shard's next deadline stores the new one, fences, *then*
+//!   reads `armed`, and asks for a worker if its deadline is earlier;
+//! - a parking worker fences, reads every shard's next deadline, *then* lowers `armed`
+//!   to their minimum by a compare-and-swap (and parks until it), or finds `armed` no
+//!   later and parks without a timeout. The worker that parked until a deadline clears
+//!   `armed` when it wakes, before that fence.
+//!
+//! Of the two fences, one comes first. If the insert's does, the park's reads see the
+//! new deadline. If the park's does, the insert's read of `armed` sees the park's swap
+//! or a later value: a deadline later than its own (then it wakes a worker), or one no
+//! later, whose worker wakes in time and looks again, past another such fence. A timer
+//! that does not lower its shard's next deadline needs neither store nor fence: the
+//! earlier deadline already there is covered, by the argument above for the insert that
+//! stored it, and whoever fires it publishes the wheel's next deadline, this one's at
+//! the latest. The loom models in `loom_models.rs` drive these races on the real code
+//! (loom models `SeqCst` fences, not `SeqCst` loads and stores, hence the fences).
+//!
+//! Expired entries are taken out under a shard's lock in batches and fired after
+//! unlocking, so no waker and no channel operation runs under a wheel's lock.
 
 use std::ptr::NonNull;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
+
 use crate::loom::sync::Mutex;
-use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 use crate::runtime::timer::entry::{Action, Entry, FedChannel, Position};
 use crate::runtime::timer::wheel::Wheel;
 use crate::task::panic::catching;
@@ -66,34 +96,50 @@ pub(crate) enum ParkTimeout {
     Forever,
 }
 
+/// A shard's state under its lock.
 struct Inner {
     wheel: Wheel,
-    /// The deadline a parked worker will wake up for (`NEVER`: none).
-    armed: u64,
     shutdown: bool,
 }
 
-pub(crate) struct Timers {
-    /// Tick 0 of the wheel's clock.
-    origin: Instant,
+/// One worker's wheel.
+struct Shard {
     inner: Mutex<Inner>,
-    /// The wheel's next deadline, mirrored for the lock-free check in `fire_due`.
+    /// The wheel's next deadline (`NEVER`: empty), mirrored for the lock-free looks of
+    /// `fire_due` and `before_park`; written under the lock, only when it changes.
     next: AtomicU64,
-    /// Threads inside `fire_all`: expired timers may be out of the wheel and not yet
+}
+
+pub(crate) struct Timers {
+    /// Tick 0 of the wheels' clock.
+    origin: Instant,
+    /// A wheel per worker (module docs), each on cache lines of its own.
+    shards: Box<[CachePadded<Shard>]>,
+    /// The deadline a parked worker will wake up for (`NEVER`: none).
+    armed: AtomicU64,
+    /// Threads inside `fire_all`: expired timers may be out of a wheel and not yet
     /// fired (deadlock detection must not mistake that for nothing armed).
     firing: AtomicUsize,
 }
 
 impl Timers {
-    pub(crate) fn new() -> Timers {
+    /// Timers in `shards` wheels (one per worker; at least one).
+    pub(crate) fn new(shards: usize) -> Timers {
+        let shards = (0..shards.max(1))
+            .map(|_| {
+                CachePadded::new(Shard {
+                    inner: Mutex::new(Inner {
+                        wheel: Wheel::new(),
+                        shutdown: false,
+                    }),
+                    next: AtomicU64::new(NEVER),
+                })
+            })
+            .collect();
         Timers {
             origin: Instant::now(),
-            inner: Mutex::new(Inner {
-                wheel: Wheel::new(),
-                armed: NEVER,
-                shutdown: false,
-            }),
-            next: AtomicU64::new(NEVER),
+            shards,
+            armed: AtomicU64::new(NEVER),
             firing: AtomicUsize::new(0),
         }
     }
@@ -123,35 +169,63 @@ impl Timers {
             .checked_add(Duration::from_nanos(u64::try_from(nanos).ok()?))
     }
 
-    fn publish_next(&self, inner: &Inner) {
-        let next = inner.wheel.next_deadline().unwrap_or(NEVER);
-        // Relaxed: see `fire_due`.
-        self.next.store(next, Ordering::Relaxed);
-    }
-
-    /// Arms `entry` to run `action` at tick `deadline`, replacing its previous action
-    /// (returned, to drop after the call; so is `action` itself if nothing was linked).
+    /// The shard `entry` was last armed in (shard 0 if never).
     ///
     /// # Safety
-    /// `entry` is alive, pinned and unlinked (or linked in this wheel), and is disarmed
-    /// or fired before it is freed.
+    /// `entry` is alive.
+    unsafe fn shard_of(&self, entry: NonNull<Entry>) -> &Shard {
+        // SAFETY: per the caller.
+        let index = unsafe { entry.as_ref().shard() };
+        &self.shards[index]
+    }
+
+    /// Mirrors the wheel's next deadline in `shard.next` if it changed; true if it is
+    /// earlier than before.
+    fn publish_next(shard: &Shard, inner: &Inner) -> bool {
+        let next = inner.wheel.next_deadline().unwrap_or(NEVER);
+        // Relaxed: written only under the lock this caller holds, so this reads the last
+        // value written.
+        let old = shard.next.load(Ordering::Relaxed);
+        if old != next {
+            // Relaxed: a reader that must see a lowered deadline is ordered after this
+            // store by the fences of `arm_locked` and `before_park` (module docs); one
+            // that reads a stale, earlier deadline only looks early.
+            shard.next.store(next, Ordering::Relaxed);
+        }
+        next < old
+    }
+
+    /// Arms `entry` to run `action` at tick `deadline` in the wheel of shard `shard`
+    /// (taken modulo the number of shards: a worker's index, or any number for a thread
+    /// outside the workers), replacing its previous action (returned, to drop after the
+    /// call; so is `action` itself if nothing was linked).
+    ///
+    /// # Safety
+    /// `entry` is alive, pinned and unlinked, and is disarmed or fired before it is
+    /// freed. No other thread arms or disarms it meanwhile.
     pub(crate) unsafe fn arm(
         &self,
+        shard: usize,
         entry: NonNull<Entry>,
         deadline: u64,
         action: Action,
     ) -> (Armed, Action) {
-        let mut inner = self.inner.lock();
-        // SAFETY: per the caller; the lock is held.
-        unsafe { self.arm_locked(&mut inner, entry, deadline, action) }
+        let index = shard % self.shards.len();
+        // SAFETY: per the caller, nobody else reads or writes the entry's shard now.
+        unsafe { entry.as_ref().set_shard(index) };
+        let shard = &self.shards[index];
+        let mut inner = shard.inner.lock();
+        // SAFETY: per the caller; the lock of the entry's shard is held.
+        unsafe { self.arm_locked(shard, &mut inner, entry, deadline, action) }
     }
 
-    /// `arm`, under the lock.
+    /// `arm`, under the lock of the entry's shard.
     ///
     /// # Safety
-    /// As [`arm`](Self::arm); `inner` is the locked state.
+    /// As [`arm`](Self::arm); `inner` is the locked state of `shard`, the entry's.
     unsafe fn arm_locked(
         &self,
+        shard: &Shard,
         inner: &mut Inner,
         entry: NonNull<Entry>,
         deadline: u64,
@@ -162,16 +236,23 @@ impl Timers {
         }
         // SAFETY: per the caller; the lock is held.
         unsafe {
-            inner.wheel.remove(entry);
+            debug_assert_eq!(entry.as_ref().position(), Position::Unlinked);
             if !inner.wheel.insert(entry, deadline) {
                 // Its previous action stays, for the owner's `disarm` to drop.
-                self.publish_next(inner);
                 return (Armed::Expired, action);
             }
             entry.as_ref().set_fired(false);
             let old = entry.as_ref().replace_action(action);
-            let wake_a_worker = deadline < inner.armed;
-            self.publish_next(inner);
+            if Self::publish_next(shard, inner) {
+                // The shard's deadline, then `armed` (module docs): the fence orders the
+                // two against a parking worker's swap of `armed`, then its reads of the
+                // shards, on the other side of its own fence.
+                fence(Ordering::SeqCst);
+            }
+            // Relaxed: ordered by the fence where the shard's deadline moved earlier;
+            // where it did not, an earlier deadline, covered already, stands before this
+            // one (module docs).
+            let wake_a_worker = deadline < self.armed.load(Ordering::Relaxed);
             (Armed::Waiting { wake_a_worker }, old)
         }
     }
@@ -180,12 +261,14 @@ impl Timers {
     /// without firing (by a shutdown).
     ///
     /// # Safety
-    /// As [`arm`](Self::arm).
+    /// As [`arm`](Self::arm), with the entry armed here.
     pub(crate) unsafe fn rewake(&self, entry: NonNull<Entry>, waker: &Waker) -> Rewake {
+        // SAFETY: per the caller.
+        let shard = unsafe { self.shard_of(entry) };
         // Made before locking: cloning a foreign waker runs foreign code.
         let mut owner = None;
         loop {
-            let inner = self.inner.lock();
+            let inner = shard.inner.lock();
             // SAFETY: per the caller; the lock is held.
             let e = unsafe { entry.as_ref() };
             if e.has_fired() {
@@ -215,23 +298,27 @@ impl Timers {
     /// Unlinks `entry` if linked, returning its action (to drop after the call).
     ///
     /// # Safety
-    /// `entry` is alive and not linked in any other wheel.
+    /// `entry` is alive and armed in no other runtime's wheels; nobody arms it meanwhile.
     pub(crate) unsafe fn disarm(&self, entry: NonNull<Entry>) -> Action {
-        let mut inner = self.inner.lock();
+        // SAFETY: per the caller.
+        let shard = unsafe { self.shard_of(entry) };
+        let mut inner = shard.inner.lock();
         // SAFETY: per the caller; the lock is held.
         unsafe {
             if inner.wheel.remove(entry) {
-                self.publish_next(&inner);
+                let _ = Self::publish_next(shard, &inner);
             }
             entry.as_ref().replace_action(Action::None)
         }
     }
 
-    /// Re-arms a `tick` channel's entry, unless its channel closed or the runtime shut
-    /// down (then the timer reference is dropped).
+    /// Re-arms a `tick` channel's entry in the shard it fired from, unless its channel
+    /// closed or the runtime shut down (then the timer reference is dropped).
     pub(crate) fn rearm_channel(&self, timer: std::sync::Arc<dyn FedChannel>, deadline: u64) {
         let entry = timer.entry();
-        let mut inner = self.inner.lock();
+        // SAFETY: the entry lives inside `timer`, kept alive by this reference.
+        let shard = unsafe { self.shard_of(entry) };
+        let mut inner = shard.inner.lock();
         // Checked under the lock: `ChannelTimer::receivers_gone` closes the channel, then
         // takes this lock to unlink the entry, so either it sees the entry linked or this
         // sees the channel closed.
@@ -247,9 +334,10 @@ impl Timers {
             return;
         }
         // SAFETY: the entry lives inside `timer`, which the action keeps alive while the
-        // entry is linked; it is unlinked (it just fired); the lock is held.
+        // entry is linked; it is unlinked (it just fired) and stays in its shard, whose
+        // lock is held.
         let (armed, rest) =
-            unsafe { self.arm_locked(&mut inner, entry, deadline, Action::Channel(timer)) };
+            unsafe { self.arm_locked(shard, &mut inner, entry, deadline, Action::Channel(timer)) };
         drop(inner);
         match (armed, rest) {
             // The next deadline is after `now`, which is after the wheel's tick: never
@@ -262,27 +350,34 @@ impl Timers {
     /// True while a thread fires expired timers.
     pub(crate) fn is_firing(&self) -> bool {
         // SeqCst: read by deadlock detection in the same total order as the increment
-        // below, which precedes taking any entry out of the wheel.
+        // below, which precedes taking any entry out of a wheel.
         self.firing.load(Ordering::SeqCst) > 0
     }
 
-    /// Fires every entry due by tick `now`; true if any fired.
+    /// Fires every entry due by tick `now`, in every wheel; true if any fired.
     pub(crate) fn fire_all(&self, now: u64) -> bool {
         // SeqCst: see `is_firing`.
         self.firing.fetch_add(1, Ordering::SeqCst);
-        let fired_any = self.fire_batches(now);
+        let mut fired_any = false;
+        for shard in self.shards.iter() {
+            // Relaxed: a stale deadline only leaves that wheel to the next look; a due
+            // one is seen by the parking worker's SeqCst reads at the latest.
+            if shard.next.load(Ordering::Relaxed) <= now {
+                fired_any |= self.fire_batches(shard, now);
+            }
+        }
         // SeqCst: see `is_firing`; every owner is woken by now.
         self.firing.fetch_sub(1, Ordering::SeqCst);
         fired_any
     }
 
-    fn fire_batches(&self, now: u64) -> bool {
+    fn fire_batches(&self, shard: &Shard, now: u64) -> bool {
         let mut fired_any = false;
         loop {
             let mut batch: [Action; TIMER_FIRE_BATCH] = std::array::from_fn(|_| Action::None);
             let mut taken = 0;
             {
-                let mut inner = self.inner.lock();
+                let mut inner = shard.inner.lock();
                 while taken < TIMER_FIRE_BATCH {
                     // SAFETY: the lock is held.
                     let Some(entry) = (unsafe { inner.wheel.poll(now) }) else {
@@ -296,7 +391,7 @@ impl Timers {
                     }
                     taken += 1;
                 }
-                self.publish_next(&inner);
+                let _ = Self::publish_next(shard, &inner);
             }
             fired_any |= taken > 0;
             let at = Instant::now();
@@ -316,12 +411,22 @@ impl Timers {
         }
     }
 
-    /// Fires the timers that are due now, if the wheel says any may be; true if any
+    /// The earliest of the wheels' next deadlines, as mirrored (`NEVER`: all empty).
+    fn earliest(&self) -> u64 {
+        self.shards
+            .iter()
+            // Relaxed: see the callers.
+            .map(|shard| shard.next.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(NEVER)
+    }
+
+    /// Fires the timers that are due now, if the wheels say any may be; true if any
     /// fired.
     pub(crate) fn fire_due(&self) -> bool {
         // Relaxed: a stale value only delays the advance to the next check, and the
-        // wheel is read under its lock.
-        let next = self.next.load(Ordering::Relaxed);
+        // wheels are read under their locks.
+        let next = self.earliest();
         if next == NEVER {
             return false;
         }
@@ -330,27 +435,39 @@ impl Timers {
     }
 
     /// A worker is about to park: fires what is due, then decides how long it may sleep,
-    /// arming the wheel's next deadline if no parked worker waits for it already.
+    /// arming the wheels' next deadline if no parked worker waits for it already.
     pub(crate) fn before_park(&self) -> ParkTimeout {
         if self.fire_due() {
             return ParkTimeout::Fired;
         }
-        let mut inner = self.inner.lock();
-        match inner.wheel.next_deadline() {
-            Some(next) if next < inner.armed && !inner.shutdown => {
-                inner.armed = next;
-                ParkTimeout::Until(next)
+        // After this worker's last swap of `armed` (in `after_park`, or this loop as it
+        // parked last), then the reads of the shards: against an arm's store of its
+        // shard's deadline, then its fence, then its read of `armed` (module docs).
+        fence(Ordering::SeqCst);
+        // Relaxed, here and below: ordered by the fence.
+        let next = self.earliest();
+        let mut armed = self.armed.load(Ordering::Relaxed);
+        while next < armed {
+            match self
+                .armed
+                .compare_exchange(armed, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return ParkTimeout::Until(next),
+                Err(now_armed) => armed = now_armed,
             }
-            _ => ParkTimeout::Forever,
         }
+        ParkTimeout::Forever
     }
 
     /// A worker that armed `tick` is awake again.
     pub(crate) fn after_park(&self, tick: u64) {
-        let mut inner = self.inner.lock();
-        if inner.armed == tick {
-            inner.armed = NEVER;
-        }
+        // Relaxed: ordered before this worker's next reads of the shards by the fence in
+        // `before_park`, so that an arm which read `tick` here, and so asked for no
+        // worker, is seen then (module docs). A failure means an earlier deadline was
+        // armed since: that worker clears it.
+        let _ = self
+            .armed
+            .compare_exchange(tick, NEVER, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     /// The runtime is shutting down: no timer is armed from now on. Waiting sleeps are
@@ -358,15 +475,15 @@ impl Timers {
     /// channels close.
     pub(crate) fn shutdown(&self) {
         let mut actions = Vec::new();
-        {
-            let mut inner = self.inner.lock();
+        for shard in self.shards.iter() {
+            let mut inner = shard.inner.lock();
             inner.shutdown = true;
             // SAFETY: the lock is held. Polling to the end of time unlinks every entry.
             while let Some(entry) = unsafe { inner.wheel.poll(NEVER) } {
                 // SAFETY: a linked entry is alive; the lock is held.
                 actions.push(unsafe { entry.as_ref().replace_action(Action::None) });
             }
-            self.publish_next(&inner);
+            let _ = Self::publish_next(shard, &inner);
         }
         for action in actions {
             // As in `fire_batches`: every timer is woken or closed whatever one waker
@@ -379,9 +496,12 @@ impl Timers {
         }
     }
 
-    /// Timers linked in the wheel.
+    /// Timers linked in the wheels.
     pub(crate) fn len(&self) -> usize {
-        self.inner.lock().wheel.len()
+        self.shards
+            .iter()
+            .map(|shard| shard.inner.lock().wheel.len())
+            .sum()
     }
 }
 
@@ -389,6 +509,145 @@ impl std::fmt::Debug for Timers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Timers")
             .field("origin", &self.origin)
+            .field("shards", &self.shards.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::{Wake, Waker};
+
+    use super::*;
+
+    /// A waker that counts its wakes.
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn entries(n: usize) -> Vec<Pin<Box<Entry>>> {
+        (0..n).map(|_| Box::pin(Entry::new())).collect()
+    }
+
+    fn ptr(entry: &Pin<Box<Entry>>) -> NonNull<Entry> {
+        NonNull::from(&**entry)
+    }
+
+    /// Arms `entry` to wake `count` at `tick` in `shard`: whether a worker was asked for.
+    fn arm(
+        timers: &Timers,
+        shard: usize,
+        entry: &Pin<Box<Entry>>,
+        tick: u64,
+        count: &Arc<Count>,
+    ) -> bool {
+        let owner = Owner::from_waker(&Waker::from(count.clone()));
+        // SAFETY: the entry is pinned, unlinked, and outlives the wheel's use of it (the
+        // tests disarm or fire every entry before dropping it).
+        let (armed, rest) = unsafe { timers.arm(shard, ptr(entry), tick, Action::Wake(owner)) };
+        drop(rest);
+        match armed {
+            Armed::Waiting { wake_a_worker } => wake_a_worker,
+            other => panic!("a future deadline was not armed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_shard_fires_its_own_entries_once_at_their_tick() {
+        let timers = Timers::new(3);
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let es = entries(6);
+        for (i, entry) in es.iter().enumerate() {
+            // Shards 0, 1, 2, then 3..5 taken modulo the three.
+            let _ = arm(&timers, i, entry, 10 + i as u64, &count);
+            assert_eq!(entry.shard(), i % 3);
+        }
+        assert_eq!(timers.len(), 6);
+        assert!(!timers.fire_all(9), "nothing is due before tick 10");
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        assert!(timers.fire_all(12));
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            3,
+            "ticks 10 to 12, one shard each"
+        );
+        assert!(es[..3].iter().all(|e| e.has_fired()));
+        assert!(es[3..].iter().all(|e| !e.has_fired()));
+        assert!(timers.fire_all(100));
+        assert_eq!(count.0.load(Ordering::SeqCst), 6);
+        assert!(!timers.fire_all(1000), "each entry fires once");
+        assert_eq!(timers.len(), 0);
+    }
+
+    #[test]
+    fn an_entry_is_disarmed_in_the_shard_it_was_armed_in() {
+        let timers = Timers::new(2);
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let es = entries(2);
+        let _ = arm(&timers, 1, &es[0], 10, &count);
+        let _ = arm(&timers, 0, &es[1], 20, &count);
+        // SAFETY: both are alive and armed in `timers` only.
+        unsafe {
+            drop(timers.disarm(ptr(&es[0])));
+        }
+        assert_eq!(timers.len(), 1);
+        assert!(
+            !timers.fire_all(15),
+            "the disarmed entry is gone from shard 1"
+        );
+        assert!(timers.fire_all(20));
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        // SAFETY: as above; a fired entry is unlinked already.
+        unsafe {
+            drop(timers.disarm(ptr(&es[1])));
+        }
+    }
+
+    #[test]
+    fn a_parking_worker_arms_the_earliest_deadline_of_all_shards() {
+        let timers = Timers::new(2);
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let es = entries(3);
+        let far = timers.now() + 100_000;
+        assert!(
+            arm(&timers, 0, &es[0], far + 64, &count),
+            "nothing armed: ask for a worker"
+        );
+        // The entry is in a higher level: the deadline armed is its slot's start, a
+        // lower bound.
+        let ParkTimeout::Until(first) = timers.before_park() else {
+            panic!("a worker parks until the only deadline");
+        };
+        assert!(first <= far + 64);
+        assert_eq!(
+            timers.before_park(),
+            ParkTimeout::Forever,
+            "one worker waits for it"
+        );
+        // Earlier, in the other shard: asks for a worker, who arms it.
+        let near = timers.now() + 50;
+        assert!(arm(&timers, 1, &es[1], near, &count));
+        let ParkTimeout::Until(second) = timers.before_park() else {
+            panic!("the earlier deadline is armed by the next parking worker");
+        };
+        assert!(second <= near && second < first);
+        // Later than the one armed: no worker needed.
+        assert!(!arm(&timers, 1, &es[2], far + 1000, &count));
+        timers.after_park(first);
+        timers.after_park(second);
+        assert!(matches!(timers.before_park(), ParkTimeout::Until(t) if t == second));
+        for entry in &es {
+            // SAFETY: alive, armed in `timers` only.
+            drop(unsafe { timers.disarm(ptr(entry)) });
+        }
+        assert_eq!(timers.len(), 0);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
     }
 }
