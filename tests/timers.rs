@@ -301,6 +301,24 @@ fn timeout_gives_the_output_or_elapsed() {
 }
 
 #[test]
+fn a_tick_due_at_once_outside_the_workers_wakes_one_for_the_next() {
+    // A period shorter than the time `tick` takes to arm fires the first tick at once,
+    // on the calling thread, which links the next one in the wheel: the parked worker
+    // must be asked to wake for it, or the second tick never comes.
+    bounded(20, || {
+        let rt = runtime(1, "tick-outside");
+        // The only worker parks with no timer to wait for.
+        std::thread::sleep(20 * MS);
+        rt.block_on(async {
+            let ticks = csp::tick(Duration::from_nanos(1));
+            for _ in 0..3 {
+                ticks.recv().await.unwrap();
+            }
+        });
+    });
+}
+
+#[test]
 fn after_sends_once_and_never_closes() {
     bounded(20, || {
         let rt = runtime(1, "after");

@@ -104,8 +104,8 @@ pub(crate) fn timer_shard() -> usize {
     THREAD
         .try_with(|thread| {
             if thread.outside_shard.get() == NO_SHARD {
-                // Relaxed: only the spread matters. (It never reaches `NO_SHARD`: that
-                // would take 2^64 threads.)
+                // Relaxed: only the spread matters. (Should it reach `NO_SHARD`, the
+                // thread draws again at its next timer: harmless.)
                 let drawn = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 thread.outside_shard.set(drawn);
             }

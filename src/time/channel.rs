@@ -185,7 +185,10 @@ impl FedChannel for ChannelTimer {
             match next_tick(origin, period, now) {
                 Some(next) => {
                     let tick = timers.deadline_tick(next);
-                    timers.rearm_channel(self, tick);
+                    let runtime = self.runtime.clone();
+                    if timers.rearm_channel(self, tick) {
+                        runtime.shared.idle().notify_work();
+                    }
                 }
                 // Past what `Instant` can represent: it would never fire again anyway.
                 None => drop(self),

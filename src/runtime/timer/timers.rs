@@ -28,13 +28,16 @@
 //!
 //! Of the two fences, one comes first. If the insert's does, the park's reads see the
 //! new deadline. If the park's does, the insert's read of `armed` sees the park's swap
-//! or a later value: a deadline later than its own (then it wakes a worker), or one no
-//! later, whose worker wakes in time and looks again, past another such fence. A timer
-//! that does not lower its shard's next deadline needs neither store nor fence: the
-//! earlier deadline already there is covered, by the argument above for the insert that
-//! stored it, and whoever fires it publishes the wheel's next deadline, this one's at
-//! the latest. The loom models in `loom_models.rs` drive these races on the real code
-//! (loom models `SeqCst` fences, not `SeqCst` loads and stores, hence the fences).
+//! or a later value: a deadline later than its own (then it wakes a worker) or one no
+//! later, whose worker wakes in time (nothing cancels a parked worker's timeout), clears
+//! `armed` and reads the shards again past another such fence. A timer that does not
+//! lower its shard's next deadline needs neither store nor fence: while it is linked,
+//! its shard's mirror stays at or before its deadline (only an arm lowers the mirror,
+//! and a disarm or a firing raises it no further than the wheel's next deadline, which
+//! this entry bounds), and that earlier value is covered by the argument above, or was
+//! read by a parking worker already. The loom models in `loom_models.rs` drive these
+//! races on the real code (loom models `SeqCst` fences, not `SeqCst` loads and stores,
+//! hence the fences).
 //!
 //! Expired entries are taken out under a shard's lock in batches and fired after
 //! unlocking, so no waker and no channel operation runs under a wheel's lock.
@@ -313,8 +316,16 @@ impl Timers {
     }
 
     /// Re-arms a `tick` channel's entry in the shard it fired from, unless its channel
-    /// closed or the runtime shut down (then the timer reference is dropped).
-    pub(crate) fn rearm_channel(&self, timer: std::sync::Arc<dyn FedChannel>, deadline: u64) {
+    /// closed or the runtime shut down (then the timer reference is dropped). True if
+    /// the caller must wake a worker (`Idle::notify_work`), as after [`arm`](Self::arm):
+    /// the tick may have fired on a thread that is no worker, while every worker sleeps
+    /// with no deadline to wake for.
+    #[must_use]
+    pub(crate) fn rearm_channel(
+        &self,
+        timer: std::sync::Arc<dyn FedChannel>,
+        deadline: u64,
+    ) -> bool {
         let entry = timer.entry();
         // SAFETY: the entry lives inside `timer`, kept alive by this reference.
         let shard = unsafe { self.shard_of(entry) };
@@ -331,7 +342,7 @@ impl Timers {
                 timer.close();
             }
             drop(timer);
-            return;
+            return false;
         }
         // SAFETY: the entry lives inside `timer`, which the action keeps alive while the
         // entry is linked; it is unlinked (it just fired) and stays in its shard, whose
@@ -340,10 +351,20 @@ impl Timers {
             unsafe { self.arm_locked(shard, &mut inner, entry, deadline, Action::Channel(timer)) };
         drop(inner);
         match (armed, rest) {
+            (Armed::Waiting { wake_a_worker }, rest) => {
+                drop(rest);
+                wake_a_worker
+            }
             // The next deadline is after `now`, which is after the wheel's tick: never
             // refused. Should it be, fire at once rather than lose the tick.
-            (Armed::Expired, Action::Channel(timer)) => timer.fire(self, Instant::now()),
-            (_, rest) => drop(rest),
+            (Armed::Expired, Action::Channel(timer)) => {
+                timer.fire(self, Instant::now());
+                false
+            }
+            (_, rest) => {
+                drop(rest);
+                false
+            }
         }
     }
 
@@ -360,8 +381,9 @@ impl Timers {
         self.firing.fetch_add(1, Ordering::SeqCst);
         let mut fired_any = false;
         for shard in self.shards.iter() {
-            // Relaxed: a stale deadline only leaves that wheel to the next look; a due
-            // one is seen by the parking worker's SeqCst reads at the latest.
+            // Relaxed: a stale, later deadline (one that an arm just lowered) only leaves
+            // that wheel to a later look: the arm's fence and the parking worker's order
+            // it (module docs), or the arm asked for a worker.
             if shard.next.load(Ordering::Relaxed) <= now {
                 fired_any |= self.fire_batches(shard, now);
             }
@@ -463,8 +485,10 @@ impl Timers {
     pub(crate) fn after_park(&self, tick: u64) {
         // Relaxed: ordered before this worker's next reads of the shards by the fence in
         // `before_park`, so that an arm which read `tick` here, and so asked for no
-        // worker, is seen then (module docs). A failure means an earlier deadline was
-        // armed since: that worker clears it.
+        // worker, is seen then (module docs). A failure means another worker swapped
+        // `armed` since (to an earlier deadline, or, once awake, to a later one): the
+        // value now there is that worker's to clear, and it reads the shards after its
+        // own fence.
         let _ = self
             .armed
             .compare_exchange(tick, NEVER, Ordering::Relaxed, Ordering::Relaxed);
