@@ -52,6 +52,27 @@ fn assert_covered(tick: u64, woke_a_worker: bool, parked: ParkTimeout) {
     );
 }
 
+/// Arms `first` at `tick` in an idle runtime's wheels, and parks a worker until it:
+/// the deadline the worker armed.
+fn park_until(timers: &Timers, first: &Pin<Box<Entry>>, tick: u64) -> u64 {
+    let woke = arm(timers, 0, first, tick);
+    assert!(woke, "the first timer of an idle runtime asks for a worker");
+    let ParkTimeout::Until(armed) = timers.before_park() else {
+        panic!("the worker parks until the first deadline");
+    };
+    armed
+}
+
+/// The worker parked until `armed` wakes up and parks again, on a thread of its own:
+/// how long it then sleeps.
+fn wake_and_park_again(timers: &Arc<Timers>, armed: u64) -> thread::JoinHandle<ParkTimeout> {
+    let timers = timers.clone();
+    thread::spawn(move || {
+        timers.after_park(armed);
+        timers.before_park()
+    })
+}
+
 /// A worker parks (looks at the wheels, arms their next deadline) while a process arms
 /// a timer in an empty wheel, its own or the other worker's.
 #[test]
@@ -113,18 +134,8 @@ fn loom_timer_armed_while_the_armed_worker_wakes_and_parks() {
             let timers = Arc::new(Timers::new(SHARDS));
             let first = Box::pin(Entry::new());
             // The wheels' earliest deadline, which the worker armed as it parked.
-            let woke = arm(&timers, 0, &first, 2 * FAR);
-            assert!(woke, "the first timer of an idle runtime asks for a worker");
-            let ParkTimeout::Until(armed) = timers.before_park() else {
-                panic!("the worker parks until the first deadline");
-            };
-            let worker = {
-                let timers = timers.clone();
-                thread::spawn(move || {
-                    timers.after_park(armed);
-                    timers.before_park()
-                })
-            };
+            let armed = park_until(&timers, &first, 2 * FAR);
+            let worker = wake_and_park_again(&timers, armed);
             let entry = Box::pin(Entry::new());
             let woke_a_worker = arm(&timers, shard, &entry, tick);
             let parked = worker.join().unwrap();
@@ -145,20 +156,10 @@ fn loom_timer_armed_while_the_armed_worker_wakes_from_its_timer() {
         loom::model(move || {
             let timers = Arc::new(Timers::new(SHARDS));
             let first = Box::pin(Entry::new());
-            let woke = arm(&timers, 0, &first, FAR);
-            assert!(woke, "the first timer of an idle runtime asks for a worker");
-            let ParkTimeout::Until(armed) = timers.before_park() else {
-                panic!("the worker parks until the first deadline");
-            };
+            let armed = park_until(&timers, &first, FAR);
             // It fired: out of the wheel before the worker wakes.
             disarm(&timers, &first);
-            let worker = {
-                let timers = timers.clone();
-                thread::spawn(move || {
-                    timers.after_park(armed);
-                    timers.before_park()
-                })
-            };
+            let worker = wake_and_park_again(&timers, armed);
             let entry = Box::pin(Entry::new());
             let woke_a_worker = arm(&timers, shard, &entry, 2 * FAR);
             let parked = worker.join().unwrap();
