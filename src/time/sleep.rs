@@ -193,8 +193,9 @@ impl Future for Sleep {
             let timers = runtime.shared.timers();
             let tick = timers.deadline_tick(deadline);
             let owner = Owner::from_waker(cx.waker());
-            // SAFETY: the entry is pinned and unlinked; `PinnedDrop` disarms it.
             let shard = context::timer_shard();
+            // SAFETY: the entry is pinned and unlinked; `PinnedDrop` disarms it; only this
+            // future arms, disarms or re-polls it, through `&mut self`.
             let (armed, rest) = unsafe { timers.arm(shard, entry, tick, Action::Wake(owner)) };
             match armed {
                 Armed::Waiting { wake_a_worker } => {
