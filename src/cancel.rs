@@ -234,7 +234,10 @@ impl CancellationToken {
 
     /// A guard that cancels the token when dropped (unless
     /// [`disarm`](DropGuard::disarm)ed): on every way out of a scope, an early return
-    /// and a panic included.
+    /// and a panic included. A waiter's waker that panics as the drop cancels is
+    /// resumed as [`cancel`](Self::cancel) resumes it, except while the thread unwinds
+    /// already: then that panic is reported by the panic hook and dropped (a second
+    /// panic out of a drop would abort the process), and the one under way goes on.
     ///
     /// ```
     /// let token = csp::CancellationToken::new();

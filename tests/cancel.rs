@@ -255,6 +255,43 @@ fn a_waker_that_panics_as_cancel_wakes_it_leaves_no_child_uncancelled() {
 }
 
 #[test]
+fn a_drop_guard_dropped_while_unwinding_survives_a_waker_that_panics() {
+    // The guard cancels on the way out of a panicking scope; a waiter's waker panics as
+    // the cancel wakes it. A second panic out of a drop during unwinding would abort the
+    // whole process: the first panic must come out, the token cancelled.
+    bounded(30, || {
+        let token = csp::CancellationToken::new();
+        let (probe, waker) = common::CountingWaker::panicking();
+        let mut foreign = Box::pin(token.cancelled());
+        assert!(common::poll_with(foreign.as_mut(), &waker).is_pending());
+        let payload = catch_unwind(AssertUnwindSafe(|| {
+            let _guard = token.clone().drop_guard();
+            panic!("the scope's own panic");
+        }))
+        .expect_err("the scope panicked");
+        assert_eq!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("the scope's own panic")
+        );
+        assert_eq!(probe.wakes(), 1, "the waiter was woken");
+        assert!(token.is_cancelled());
+        assert!(poll_noop(foreign.as_mut()).is_ready());
+        // Not unwinding, the guard resumes the waker's panic, as `cancel` does.
+        let token = csp::CancellationToken::new();
+        let mut foreign = Box::pin(token.cancelled());
+        assert!(common::poll_with(foreign.as_mut(), &waker).is_pending());
+        let guard = token.clone().drop_guard();
+        let payload = catch_unwind(AssertUnwindSafe(move || drop(guard)))
+            .expect_err("the waker's panic is resumed");
+        assert_ne!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("the scope's own panic")
+        );
+        assert!(token.is_cancelled());
+    });
+}
+
+#[test]
 fn a_token_marked_foreign_is_never_a_deadlock_while_a_thread_may_cancel_it() {
     bounded(30, || {
         let rt = csp::Runtime::builder()
