@@ -24,6 +24,7 @@ use std::task::{Context, Poll, Waker, ready};
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::task::JoinError;
+use crate::task::panic::catching;
 use crate::wait::JoinHandle;
 use crate::wait::join::{internal_clone, wake_same};
 
@@ -287,6 +288,15 @@ impl<T> ParBranch<T> {
         }
     }
 
+    /// Drops what an ended branch kept (its output, if it completed), discarding a
+    /// panic of that drop (reported by the panic hook).
+    fn discard(&mut self) {
+        if let Branch::Ended(_) = self.state {
+            let ended = std::mem::replace(&mut self.state, Branch::Taken);
+            catching(move || drop(ended));
+        }
+    }
+
     /// The output, once the process has ended: `Err(None)` if it failed, the
     /// cancellation if it was cancelled.
     fn take(&mut self) -> Result<T, Option<JoinError>> {
@@ -342,6 +352,10 @@ pub trait ParBranches {
     /// in written order that did not complete, with its cancellation (`None`: it
     /// failed).
     fn take_outputs(&mut self) -> Result<Self::Output, Missing>;
+
+    /// Once every branch has ended: drops the outputs kept, each drop's panic discarded
+    /// (`ParBranch::discard`), before the join panics.
+    fn discard(&mut self);
 }
 
 impl ParBranches for () {
@@ -360,6 +374,8 @@ impl ParBranches for () {
     fn take_outputs(&mut self) -> Result<(), Missing> {
         Ok(())
     }
+
+    fn discard(&mut self) {}
 }
 
 impl<T, Rest: ParBranches> ParBranches for (ParBranch<T>, Rest) {
@@ -386,6 +402,11 @@ impl<T, Rest: ParBranches> ParBranches for (ParBranch<T>, Rest) {
         let rest = self.1.take_outputs().map_err(|(i, err)| (i + 1, err))?;
         Ok((first, rest))
     }
+
+    fn discard(&mut self) {
+        self.0.discard();
+        self.1.discard();
+    }
 }
 
 impl<T> ParBranches for Vec<ParBranch<T>> {
@@ -409,6 +430,10 @@ impl<T> ParBranches for Vec<ParBranch<T>> {
             outputs.push(branch.take().map_err(|err| (i, err))?);
         }
         Ok(outputs)
+    }
+
+    fn discard(&mut self) {
+        self.iter_mut().for_each(ParBranch::discard);
     }
 }
 
@@ -485,16 +510,26 @@ impl<B: ParBranches, E> Future for ParJoin<B, E> {
         }
         this.next = usize::MAX;
         match this.group.shared.take_failure() {
-            Some(Failure::Panic(payload)) => panic::resume_unwind(payload),
+            Some(Failure::Panic(payload)) => {
+                // The outputs of the branches that completed go now, not while the panic
+                // unwinds through the caller (`block_on`, a `catch_unwind`), where a
+                // second panic from one's drop would abort the process.
+                this.branches.discard();
+                panic::resume_unwind(payload)
+            }
             Some(Failure::Err(err)) => Poll::Ready(Err(err)),
             None => match this.branches.take_outputs() {
                 Ok(outputs) => Poll::Ready(Ok(outputs)),
                 // Nothing but the join holds a branch's handle, and no branch failed, so
                 // only the runtime shutting down can have cancelled it.
-                Err((index, Some(err))) => panic!(
-                    "csp: par! branch {index} did not complete: {err} (its runtime is \
-                     shutting down)"
-                ),
+                Err((index, Some(err))) => {
+                    // As above: the outputs kept go before the panic.
+                    this.branches.discard();
+                    panic!(
+                        "csp: par! branch {index} did not complete: {err} (its runtime is \
+                         shutting down)"
+                    )
+                }
                 Err((index, None)) => {
                     unreachable!("par! branch {index} failed, and its group has no failure")
                 }

@@ -263,6 +263,34 @@ fn a_panic_is_resumed_in_the_calling_process() {
 }
 
 #[test]
+fn outputs_kept_are_dropped_before_the_panic_unwinds_through_block_on() {
+    // A branch completes with a value whose drop panics; another branch panics after.
+    // The kept output must be dropped before the panic is resumed: dropped while that
+    // panic unwinds through `block_on`, its own panic would abort the process.
+    bounded(30, || {
+        let rt = runtime(2, "par-outputs");
+        let drops = Counter::new();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let drops = drops.clone();
+            rt.block_on(async move {
+                let (kept, ()) = csp::par!(async move { common::PanicOnDrop(drops) }, async {
+                    yield_times(20).await;
+                    panic!("the second branch");
+                },);
+                drop(kept);
+            })
+        }));
+        let payload = result.expect_err("the second branch's panic is resumed");
+        assert_eq!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("the second branch")
+        );
+        assert_eq!(drops.get(), 1, "the first branch's output is dropped once");
+        assert_eq!(rt.metrics().processes_alive, 0);
+    });
+}
+
+#[test]
 fn a_failing_worker_stops_a_pool_that_would_otherwise_wait_forever() {
     // The pool of the failing-fast example: four workers share a queue whose producer
     // sends ten items and then waits (forever, here) for more; the worker that takes
