@@ -321,9 +321,11 @@ pub use csp_macros::prialt;
 /// running is aborted (as [`JoinHandle::abort`] does), and once each has ended, its
 /// future dropped, `par!` resumes that panic, the first in time: a later one, often a
 /// consequence (a branch that finds its peers aborted and unwraps a failed send), never
-/// replaces it. Outputs of branches that had completed are dropped. A branch caught in a long poll ends when that poll returns. (A branch
-/// cancelled because its runtime is shutting down, with no branch failed, makes `par!`
-/// panic with a message that says so.)
+/// replaces it. Outputs of branches that had completed are dropped before the panic is
+/// resumed (a panic of such a drop is reported by the panic hook and goes no further). A
+/// branch caught in a long poll ends when that poll returns. (A branch cancelled because
+/// its runtime is shutting down, with no branch failed, makes `par!` panic with a
+/// message that says so.)
 ///
 /// ```
 /// # csp::block_on(async {

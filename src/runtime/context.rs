@@ -28,7 +28,7 @@ struct Thread {
     /// Values this thread put in channel buffers, wrapping: how much a poll sent on
     /// after it woke a process into the handoff slot (`worker.rs`).
     buffered: Cell<u32>,
-    /// The timer shard of a thread that is no worker ([`timer_shard`]): drawn at its
+    /// The timer shard of a thread that is no worker ([`timer_home`]): drawn at its
     /// first timer; [`NO_SHARD`] before.
     outside_shard: Cell<usize>,
 }
@@ -85,20 +85,32 @@ pub(crate) fn current_handle() -> Option<Handle> {
     if let Some(handle) = with_worker(|local| local.map(Local::handle)) {
         return Some(handle);
     }
+    entered()
+}
+
+/// The runtime of the `block_on` or blocking-pool thread this is, if it is one.
+fn entered() -> Option<Handle> {
     ENTERED
         .try_with(|entered| entered.borrow().clone())
         .ok()
         .flatten()
 }
 
-/// The timer shard (`runtime/timer/timers.rs`) for a timer armed on this thread: a
-/// worker's own index, so that each worker arms in its own wheel; on any other thread a
-/// number drawn once per thread, round the shards, so that plain threads and `block_on`
-/// callers spread over them. Taken modulo the number of shards by the timers.
-pub(crate) fn timer_shard() -> usize {
-    if let Some(index) = with_worker(|local| local.map(Local::index)) {
-        return index;
+/// For a timer armed on this thread, in one look at it: the runtime this thread is in
+/// (as [`current_handle`]), and the timer shard (`runtime/timer/timers.rs`) to arm in:
+/// a worker's own index, so that each worker arms in its own wheel; on any other thread
+/// a number drawn once per thread, round the shards, so that plain threads and
+/// `block_on` callers spread over them. The timers take it modulo their number of
+/// shards.
+pub(crate) fn timer_home() -> (Option<Handle>, usize) {
+    if let Some((handle, index)) = with_worker(|local| local.map(|l| (l.handle(), l.index()))) {
+        return (Some(handle), index);
     }
+    (entered(), outside_shard())
+}
+
+/// [`timer_home`]'s shard on a thread that is no worker.
+fn outside_shard() -> usize {
     // Std's atomic, not the facade's: a process-wide counter outside every model.
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     THREAD

@@ -59,11 +59,14 @@ impl Handle {
     }
 
     /// The runtime a new timer binds to: the current one, or the default one outside any
-    /// runtime (and while the current one shuts down).
-    pub(crate) fn for_timer() -> Handle {
-        context::current_handle()
+    /// runtime (and while the current one shuts down); and the shard of its timers to
+    /// arm in (`context::timer_home`).
+    pub(crate) fn for_timer() -> (Handle, usize) {
+        let (handle, shard) = context::timer_home();
+        let handle = handle
             .filter(|handle| !handle.shared.is_shutdown())
-            .unwrap_or_else(super::default::handle)
+            .unwrap_or_else(super::default::handle);
+        (handle, shard)
     }
 
     /// Spawns a process onto this runtime and returns its [`JoinHandle`]. The process

@@ -66,6 +66,19 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
         }))
     }
 
+    /// Drops an output that nobody will read (its `JoinHandle` is gone); a panic of
+    /// its drop is nobody's to report (the panic hook has) and must not unwind into the
+    /// caller, a worker or a `JoinHandle`'s drop.
+    ///
+    /// # Safety
+    /// The caller must own the output (state.rs: complete, with `JOIN_INTEREST` its).
+    unsafe fn drop_output(&self) {
+        // SAFETY: per the caller.
+        if let Err(payload) = unsafe { self.set_stage(Stage::Consumed) } {
+            discard(payload);
+        }
+    }
+
     /// One scheduled step, consuming the reference of the run queue entry, or of the
     /// handoff slot if `handed` (the process is `Running` already). With `rest`, a poll
     /// that returns `Pending` leaves the process `Running` and returns what became of
@@ -261,9 +274,7 @@ impl<F: Future, S: Scheduler> Harness<F, S> {
         if !before.has_join_interest() {
             // Nobody will read the output: it is ours to drop. SAFETY: COMPLETE without
             // JOIN_INTEREST leaves the output with the completer.
-            if let Err(payload) = unsafe { self.set_stage(Stage::Consumed) } {
-                discard(payload);
-            }
+            unsafe { self.drop_output() }
         } else if before.has_join_waker() {
             // The waker is the awaiting side's code (perhaps another executor's): a panic
             // in it must not unwind through this worker.
@@ -462,13 +473,8 @@ pub(crate) unsafe fn drop_join_handle<F: Future, S: Scheduler>(ptr: NonNull<Head
     let harness = unsafe { Harness::<F, S>::from_raw(ptr) };
     let _release = Release(harness.raw());
     match harness.cell().header.state.unset_join_interest() {
-        // SAFETY: complete, and JOIN_INTEREST was still ours: the output is ours. A
-        // panic of its drop is nobody's to report: the handle was dropped unread.
-        JoinDrop::DropOutput => {
-            if let Err(payload) = unsafe { harness.set_stage(Stage::Consumed) } {
-                discard(payload);
-            }
-        }
+        // SAFETY: complete, and JOIN_INTEREST was still ours: the output is ours.
+        JoinDrop::DropOutput => unsafe { harness.drop_output() },
         JoinDrop::Detached { owns_waker: true } => {
             // SAFETY: JOIN_WAKER was cleared before completion: the slot is ours.
             let waker = harness

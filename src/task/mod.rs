@@ -32,6 +32,8 @@ mod scheduler;
 pub(crate) mod state;
 #[cfg(feature = "console")]
 pub(crate) mod stats;
+#[cfg(all(test, not(loom)))]
+pub(crate) mod test_wakers;
 pub(crate) mod waker;
 
 use std::future::Future;

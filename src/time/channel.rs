@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use crate::chan::{Receiver, Sender, bounded};
 use crate::runtime::Handle;
-use crate::runtime::context::timer_shard;
 use crate::runtime::timer::Timers;
 use crate::runtime::timer::entry::{Action, Entry, FedChannel};
 use crate::runtime::timer::timers::Armed;
@@ -101,7 +100,7 @@ impl ChannelTimer {
     #[track_caller]
     fn start(first: Option<Instant>, schedule: Option<(Instant, Duration)>) -> Receiver<Instant> {
         let (sender, receiver) = bounded(1);
-        let runtime = Handle::for_timer();
+        let (runtime, shard) = Handle::for_timer();
         let timer = Arc::new(ChannelTimer {
             entry: Entry::new(),
             sender,
@@ -125,14 +124,8 @@ impl ChannelTimer {
         let tick = timers.deadline_tick(first);
         // SAFETY: the entry lives inside the timer, which the action keeps alive while
         // it is linked; the hook disarms it.
-        let (armed, rest) = unsafe {
-            timers.arm(
-                timer_shard(),
-                timer.entry(),
-                tick,
-                Action::Channel(timer.clone()),
-            )
-        };
+        let (armed, rest) =
+            unsafe { timers.arm(shard, timer.entry(), tick, Action::Channel(timer.clone())) };
         match armed {
             Armed::Waiting { wake_a_worker } => {
                 drop(rest);

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use pin_project_lite::pin_project;
 
 use crate::runtime::Handle;
-use crate::runtime::context;
 use crate::runtime::timer::entry::{Action, Entry};
 use crate::runtime::timer::timers::{Armed, Rewake};
 use crate::wait::WaitOn;
@@ -188,12 +187,11 @@ impl Future for Sleep {
             *this.done = true;
             return Poll::Ready(());
         }
-        let mut runtime = Handle::for_timer();
+        let (mut runtime, mut shard) = Handle::for_timer();
         loop {
             let timers = runtime.shared.timers();
             let tick = timers.deadline_tick(deadline);
             let owner = Owner::from_waker(cx.waker());
-            let shard = context::timer_shard();
             // SAFETY: the entry is pinned and unlinked; `PinnedDrop` disarms it; only this
             // future arms, disarms or re-polls it, through `&mut self`.
             let (armed, rest) = unsafe { timers.arm(shard, entry, tick, Action::Wake(owner)) };
@@ -216,7 +214,7 @@ impl Future for Sleep {
                     return Poll::Ready(());
                 }
                 // Shutting down under our feet: the default runtime never does.
-                Armed::Shutdown => runtime = Handle::for_timer(),
+                Armed::Shutdown => (runtime, shard) = Handle::for_timer(),
             }
         }
     }

@@ -104,67 +104,44 @@ impl ScheduledIo {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::task::{Wake, Waker};
+    use std::task::Context;
 
     use super::*;
-
-    struct Counter(AtomicUsize);
-
-    impl Wake for Counter {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    use crate::task::test_wakers::{counting, panicking};
 
     #[test]
     fn a_wait_ends_with_the_event_of_its_direction() {
         let io = ScheduledIo::new();
-        let counter = Arc::new(Counter(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = counting();
         let mut cx = Context::from_waker(&waker);
         assert!(io.poll_ready(&mut cx, Direction::Read).is_pending());
         io.dispatch(WRITABLE, 1);
-        assert_eq!(
-            counter.0.load(Ordering::SeqCst),
-            0,
-            "a write event wakes no reader"
-        );
+        assert_eq!(counter.wakes(), 0, "a write event wakes no reader");
         io.dispatch(READABLE, 2);
-        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+        assert_eq!(counter.wakes(), 1);
         let Poll::Ready(seen) = io.poll_ready(&mut cx, Direction::Read) else {
             panic!("readable");
         };
         assert!(io.clear(seen));
         assert!(io.poll_ready(&mut cx, Direction::Read).is_pending());
         io.shut_down();
-        assert_eq!(counter.0.load(Ordering::SeqCst), 2);
+        assert_eq!(counter.wakes(), 2);
         assert!(matches!(
             io.poll_ready(&mut cx, Direction::Read),
             Poll::Ready(seen) if seen.is_shut_down()
         ));
     }
 
-    struct Panicking;
-
-    impl Wake for Panicking {
-        fn wake(self: Arc<Self>) {
-            panic!("this reader's waker panics");
-        }
-    }
-
     #[test]
     fn a_reader_whose_waker_panics_does_not_keep_the_writer_asleep() {
         for event in [READABLE | WRITABLE, ERROR] {
             let io = ScheduledIo::new();
-            let reader = Waker::from(Arc::new(Panicking));
+            let reader = panicking();
             assert!(
                 io.poll_ready(&mut Context::from_waker(&reader), Direction::Read)
                     .is_pending()
             );
-            let counter = Arc::new(Counter(AtomicUsize::new(0)));
-            let writer = Waker::from(counter.clone());
+            let (counter, writer) = counting();
             assert!(
                 io.poll_ready(&mut Context::from_waker(&writer), Direction::Write)
                     .is_pending()
@@ -172,7 +149,7 @@ mod tests {
             let dispatched =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| io.dispatch(event, 2)));
             assert!(dispatched.is_err(), "the reader's panic goes on");
-            assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the writer was woken");
+            assert_eq!(counter.wakes(), 1, "the writer was woken");
         }
     }
 }

@@ -238,27 +238,9 @@ impl std::fmt::Debug for WakerSlot {
 mod tests {
     use std::panic::{AssertUnwindSafe, catch_unwind};
     use std::sync::Arc;
-    use std::sync::atomic::AtomicUsize as Count;
-    use std::task::{RawWaker, RawWakerVTable, Wake};
 
     use super::*;
-
-    struct Counter(Count);
-
-    impl Wake for Counter {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-    }
-
-    fn counting() -> (Arc<Counter>, Waker) {
-        let counter = Arc::new(Counter(Count::new(0)));
-        (counter.clone(), Waker::from(counter))
-    }
-
-    fn wakes(counter: &Counter) -> usize {
-        counter.0.load(std::sync::atomic::Ordering::SeqCst)
-    }
+    use crate::task::test_wakers::{clone_panics, counting, panicking};
 
     #[test]
     fn the_stored_waker_is_woken_once() {
@@ -267,7 +249,7 @@ mod tests {
         slot.store(&waker);
         slot.wake();
         slot.wake();
-        assert_eq!(wakes(&counter), 1);
+        assert_eq!(counter.wakes(), 1);
     }
 
     #[test]
@@ -278,7 +260,7 @@ mod tests {
         slot.store(&waker.clone());
         assert_eq!(Arc::strong_count(&counter), 3, "one clone kept");
         slot.wake();
-        assert_eq!(wakes(&counter), 1);
+        assert_eq!(counter.wakes(), 1);
     }
 
     #[test]
@@ -290,29 +272,9 @@ mod tests {
         slot.store(&second_waker);
         slot.store(&second_waker);
         slot.wake();
-        assert_eq!((wakes(&first), wakes(&second)), (1, 1));
+        assert_eq!((first.wakes(), second.wakes()), (1, 1));
         slot.wake();
-        assert_eq!((wakes(&first), wakes(&second)), (1, 1), "each once");
-    }
-
-    /// A waker whose wake panics, as a foreign one may.
-    struct Panicking;
-
-    impl Wake for Panicking {
-        fn wake(self: Arc<Self>) {
-            panic!("this waker panics");
-        }
-    }
-
-    /// A waker whose clone panics.
-    fn clone_panics() -> Waker {
-        fn clone(_: *const ()) -> RawWaker {
-            panic!("this waker's clone panics");
-        }
-        fn nothing(_: *const ()) {}
-        static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, nothing);
-        // SAFETY: the functions ignore the data pointer and touch nothing.
-        unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+        assert_eq!((first.wakes(), second.wakes()), (1, 1), "each once");
     }
 
     #[test]
@@ -321,10 +283,10 @@ mod tests {
         let (counter, waker) = counting();
         slot.store(&waker);
         // Pushes `waker` out of the slot, to the others.
-        slot.store(&Waker::from(Arc::new(Panicking)));
+        slot.store(&panicking());
         let woke = catch_unwind(AssertUnwindSafe(|| slot.wake()));
         assert!(woke.is_err(), "the panic goes on once all are woken");
-        assert_eq!(wakes(&counter), 1, "the task pushed out was woken too");
+        assert_eq!(counter.wakes(), 1, "the task pushed out was woken too");
     }
 
     #[test]
@@ -335,11 +297,11 @@ mod tests {
         let stored = catch_unwind(AssertUnwindSafe(|| slot.store(&clone_panics())));
         assert!(stored.is_err());
         slot.wake();
-        assert_eq!(wakes(&counter), 1, "the waker stored before is still woken");
+        assert_eq!(counter.wakes(), 1, "the waker stored before is still woken");
         let (later, later_waker) = counting();
         slot.store(&later_waker);
         slot.wake();
-        assert_eq!(wakes(&later), 1, "and a later one is stored and woken");
+        assert_eq!(later.wakes(), 1, "and a later one is stored and woken");
     }
 
     #[test]
@@ -349,7 +311,7 @@ mod tests {
         slot.store(&waker);
         slot.clear();
         slot.wake();
-        assert_eq!(wakes(&counter), 0);
+        assert_eq!(counter.wakes(), 0);
         assert_eq!(Arc::strong_count(&counter), 2);
     }
 }

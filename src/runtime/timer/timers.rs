@@ -3,7 +3,7 @@
 //!
 //! The timers are split into one wheel per worker (a *shard*), each behind its own lock:
 //! a process arms its timer in the wheel of the worker polling it (a thread outside the
-//! workers in a shard of its own choosing, `context::timer_shard`), so the workers of a
+//! workers in a shard of its own choosing, `context::timer_home`), so the workers of a
 //! busy runtime do not take turns at one lock, nor write into each other's timers' links.
 //! An entry records its shard; it is disarmed, re-armed and fired through that shard.
 //!
@@ -541,20 +541,9 @@ impl std::fmt::Debug for Timers {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use std::pin::Pin;
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicUsize;
-    use std::task::{Wake, Waker};
 
     use super::*;
-
-    /// A waker that counts its wakes.
-    struct Count(AtomicUsize);
-
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    use crate::task::test_wakers::counting;
 
     fn entries(n: usize) -> Vec<Pin<Box<Entry>>> {
         (0..n).map(|_| Box::pin(Entry::new())).collect()
@@ -564,15 +553,15 @@ mod tests {
         NonNull::from(&**entry)
     }
 
-    /// Arms `entry` to wake `count` at `tick` in `shard`: whether a worker was asked for.
+    /// Arms `entry` to wake `waker` at `tick` in `shard`: whether a worker was asked for.
     fn arm(
         timers: &Timers,
         shard: usize,
         entry: &Pin<Box<Entry>>,
         tick: u64,
-        count: &Arc<Count>,
+        waker: &Waker,
     ) -> bool {
-        let owner = Owner::from_waker(&Waker::from(count.clone()));
+        let owner = Owner::from_waker(waker);
         // SAFETY: the entry is pinned, unlinked, and outlives the wheel's use of it (the
         // tests disarm or fire every entry before dropping it).
         let (armed, rest) = unsafe { timers.arm(shard, ptr(entry), tick, Action::Wake(owner)) };
@@ -586,26 +575,22 @@ mod tests {
     #[test]
     fn each_shard_fires_its_own_entries_once_at_their_tick() {
         let timers = Timers::new(3);
-        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let (count, waker) = counting();
         let es = entries(6);
         for (i, entry) in es.iter().enumerate() {
             // Shards 0, 1, 2, then 3..5 taken modulo the three.
-            let _ = arm(&timers, i, entry, 10 + i as u64, &count);
+            let _ = arm(&timers, i, entry, 10 + i as u64, &waker);
             assert_eq!(entry.shard(), i % 3);
         }
         assert_eq!(timers.len(), 6);
         assert!(!timers.fire_all(9), "nothing is due before tick 10");
-        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        assert_eq!(count.wakes(), 0);
         assert!(timers.fire_all(12));
-        assert_eq!(
-            count.0.load(Ordering::SeqCst),
-            3,
-            "ticks 10 to 12, one shard each"
-        );
+        assert_eq!(count.wakes(), 3, "ticks 10 to 12, one shard each");
         assert!(es[..3].iter().all(|e| e.has_fired()));
         assert!(es[3..].iter().all(|e| !e.has_fired()));
         assert!(timers.fire_all(100));
-        assert_eq!(count.0.load(Ordering::SeqCst), 6);
+        assert_eq!(count.wakes(), 6);
         assert!(!timers.fire_all(1000), "each entry fires once");
         assert_eq!(timers.len(), 0);
     }
@@ -613,10 +598,10 @@ mod tests {
     #[test]
     fn an_entry_is_disarmed_in_the_shard_it_was_armed_in() {
         let timers = Timers::new(2);
-        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let (count, waker) = counting();
         let es = entries(2);
-        let _ = arm(&timers, 1, &es[0], 10, &count);
-        let _ = arm(&timers, 0, &es[1], 20, &count);
+        let _ = arm(&timers, 1, &es[0], 10, &waker);
+        let _ = arm(&timers, 0, &es[1], 20, &waker);
         // SAFETY: both are alive and armed in `timers` only.
         unsafe {
             drop(timers.disarm(ptr(&es[0])));
@@ -627,7 +612,7 @@ mod tests {
             "the disarmed entry is gone from shard 1"
         );
         assert!(timers.fire_all(20));
-        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert_eq!(count.wakes(), 1);
         // SAFETY: as above; a fired entry is unlinked already.
         unsafe {
             drop(timers.disarm(ptr(&es[1])));
@@ -637,11 +622,11 @@ mod tests {
     #[test]
     fn a_parking_worker_arms_the_earliest_deadline_of_all_shards() {
         let timers = Timers::new(2);
-        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let (count, waker) = counting();
         let es = entries(3);
         let far = timers.now() + 100_000;
         assert!(
-            arm(&timers, 0, &es[0], far + 64, &count),
+            arm(&timers, 0, &es[0], far + 64, &waker),
             "nothing armed: ask for a worker"
         );
         // The entry is in a higher level: the deadline armed is its slot's start, a
@@ -657,13 +642,13 @@ mod tests {
         );
         // Earlier, in the other shard: asks for a worker, who arms it.
         let near = timers.now() + 50;
-        assert!(arm(&timers, 1, &es[1], near, &count));
+        assert!(arm(&timers, 1, &es[1], near, &waker));
         let ParkTimeout::Until(second) = timers.before_park() else {
             panic!("the earlier deadline is armed by the next parking worker");
         };
         assert!(second <= near && second < first);
         // Later than the one armed: no worker needed.
-        assert!(!arm(&timers, 1, &es[2], far + 1000, &count));
+        assert!(!arm(&timers, 1, &es[2], far + 1000, &waker));
         timers.after_park(first);
         timers.after_park(second);
         assert!(matches!(timers.before_park(), ParkTimeout::Until(t) if t == second));
@@ -672,6 +657,6 @@ mod tests {
             drop(unsafe { timers.disarm(ptr(entry)) });
         }
         assert_eq!(timers.len(), 0);
-        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        assert_eq!(count.wakes(), 0);
     }
 }
