@@ -543,15 +543,8 @@ mod tests {
     use std::pin::Pin;
 
     use super::*;
+    use crate::runtime::timer::wheel::tests::{entries, ptr};
     use crate::task::test_wakers::counting;
-
-    fn entries(n: usize) -> Vec<Pin<Box<Entry>>> {
-        (0..n).map(|_| Box::pin(Entry::new())).collect()
-    }
-
-    fn ptr(entry: &Pin<Box<Entry>>) -> NonNull<Entry> {
-        NonNull::from(&**entry)
-    }
 
     /// Arms `entry` to wake `waker` at `tick` in `shard`: whether a worker was asked for.
     fn arm(

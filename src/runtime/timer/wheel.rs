@@ -286,16 +286,18 @@ impl std::fmt::Debug for Wheel {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
+pub(super) mod tests {
     use std::pin::Pin;
 
     use super::*;
 
-    fn entries(n: usize) -> Vec<Pin<Box<Entry>>> {
+    /// `n` fresh entries, pinned (the timers' tests use them too).
+    pub(in crate::runtime::timer) fn entries(n: usize) -> Vec<Pin<Box<Entry>>> {
         (0..n).map(|_| Box::pin(Entry::new())).collect()
     }
 
-    fn ptr(entry: &Pin<Box<Entry>>) -> NonNull<Entry> {
+    /// The pointer the wheel links.
+    pub(in crate::runtime::timer) fn ptr(entry: &Pin<Box<Entry>>) -> NonNull<Entry> {
         NonNull::from(&**entry)
     }
 
