@@ -19,6 +19,7 @@ use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::runtime::{Handle, groups};
 use crate::task::JoinError;
 use crate::wait::JoinHandle;
+use crate::wait::foreign::ForeignWaker;
 use crate::wait::join::{internal_clone, wake_same};
 use crate::wait::record::record_join_set;
 
@@ -82,7 +83,7 @@ struct NotifiedState {
     /// Indices of slots whose process may have completed.
     slots: Vec<usize>,
     /// Whoever awaits the set.
-    waiter: Option<Waker>,
+    waiter: Option<ForeignWaker>,
 }
 
 impl Notified {
@@ -358,7 +359,7 @@ impl<T> JoinSet<T> {
             state.waiter.as_ref().is_some_and(|w| wake_same(w, waiter))
         };
         if !same {
-            let new = internal_clone(waiter);
+            let new = ForeignWaker::new(internal_clone(waiter));
             let (old, queued) = {
                 let mut state = self.notified.lock();
                 (state.waiter.replace(new), !state.slots.is_empty())

@@ -26,6 +26,7 @@ use crate::loom::sync::{Arc, Mutex};
 use crate::task::JoinError;
 use crate::task::panic::catching;
 use crate::wait::JoinHandle;
+use crate::wait::foreign::ForeignWaker;
 use crate::wait::join::{internal_clone, wake_same};
 
 /// Why a branch failed: what the join hands on.
@@ -51,7 +52,7 @@ struct GroupState<E> {
     /// The first failure, until the join takes it.
     failure: Option<Failure<E>>,
     /// The join's waker, from its latest poll.
-    join: Option<Waker>,
+    join: Option<ForeignWaker>,
 }
 
 impl<E> ParGroup<E> {
@@ -116,7 +117,7 @@ impl<E> Group<E> {
                 return false;
             }
         }
-        let new = internal_clone(waker);
+        let new = ForeignWaker::new(internal_clone(waker));
         let (failed, old) = {
             let mut state = self.state.lock();
             match state.failure {

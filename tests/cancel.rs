@@ -292,6 +292,50 @@ fn a_drop_guard_dropped_while_unwinding_survives_a_waker_that_panics() {
 }
 
 #[test]
+fn a_drop_guard_dropped_while_unwinding_lets_go_of_a_panic_whose_payload_panics_on_drop() {
+    // As above, but the waker panics with a payload whose own drop panics: the guard,
+    // unwinding already, must let that payload go without a panic out of its drop,
+    // which would abort the process.
+    struct PanicsWithPanickyPayload(Counter);
+
+    impl std::task::Wake for PanicsWithPanickyPayload {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            std::panic::panic_any(common::PanicOnDrop(self.0.clone()));
+        }
+    }
+
+    bounded(30, || {
+        let payload_drops = Counter::new();
+        let waker = std::task::Waker::from(std::sync::Arc::new(PanicsWithPanickyPayload(
+            payload_drops.clone(),
+        )));
+        let token = csp::CancellationToken::new();
+        let mut foreign = Box::pin(token.cancelled());
+        assert!(common::poll_with(foreign.as_mut(), &waker).is_pending());
+        let payload = catch_unwind(AssertUnwindSafe(|| {
+            let _guard = token.clone().drop_guard();
+            panic!("the scope's own panic");
+        }))
+        .expect_err("the scope panicked");
+        assert_eq!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("the scope's own panic")
+        );
+        assert_eq!(
+            payload_drops.get(),
+            1,
+            "the waker's payload was let go once"
+        );
+        assert!(token.is_cancelled());
+        assert!(poll_noop(foreign.as_mut()).is_ready());
+    });
+}
+
+#[test]
 fn a_token_marked_foreign_is_never_a_deadlock_while_a_thread_may_cancel_it() {
     bounded(30, || {
         let rt = csp::Runtime::builder()

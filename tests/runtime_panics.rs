@@ -14,7 +14,7 @@ mod common;
 use common::signal::*;
 use common::{
     Counter, CountingWaker, PanicOnDrop, Tracked, bounded, panic_message, poll_once, runtime,
-    wait_for_state, wait_until,
+    wait_for_state, wait_until, wait_until_no_process,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -229,6 +229,34 @@ fn a_panicking_join_handle_waker_does_not_kill_the_worker() {
             other => panic!("the output was lost: {other:?}"),
         }
         worker_survives(&rt, "panic-waker-0");
+        drop(rt);
+    });
+}
+
+#[test]
+fn a_join_handle_dropped_while_unwinding_survives_a_waker_whose_drop_panics() {
+    // As below, but the handle is dropped by a scope that is panicking already: a second
+    // panic out of the kept waker's drop would abort the process. The scope's own panic
+    // comes out, and the handle's reference still goes.
+    bounded(20, || {
+        let rt = runtime(1, "unwinding-handle");
+        let signal = Signal::new();
+        let wait = signal.wait();
+        let mut handle = rt.spawn(wait);
+        let waker = common::waker_with_clone_hook(|| {});
+        assert!(poll_once(&mut handle, &waker).is_pending());
+        let payload = catch_unwind(AssertUnwindSafe(move || {
+            let _handle = handle;
+            panic!("the scope's own panic");
+        }))
+        .expect_err("the scope panicked");
+        assert_eq!(
+            panic_message(&*payload).as_deref(),
+            Some("the scope's own panic")
+        );
+        signal.set();
+        wait_until_no_process(&rt, 10);
+        worker_survives(&rt, "unwinding-handle-0");
         drop(rt);
     });
 }

@@ -17,7 +17,7 @@ use crate::task::cell::{Cell, Stage};
 use crate::task::header::Header;
 use crate::task::join_waiter::JoinWaiter;
 use crate::task::loan::{Offer, PollRef};
-use crate::task::panic::{catching, discard};
+use crate::task::panic::{catching, discard, drop_foreign};
 use crate::task::raw::{Notified, RawTask};
 use crate::task::scheduler::{self, Schedule, Scheduler};
 use crate::task::state::{JoinDrop, ToIdle, ToRunning};
@@ -482,7 +482,8 @@ pub(crate) unsafe fn drop_join_handle<F: Future, S: Scheduler>(ptr: NonNull<Head
                 .header
                 .join_waker
                 .with_mut(|slot| unsafe { (*slot).take() });
-            drop(waker);
+            // The awaiting side's code, dropped perhaps while the handle's owner unwinds.
+            drop_foreign(waker);
         }
         JoinDrop::Detached { owns_waker: false } => {}
     }

@@ -26,10 +26,32 @@ pub(crate) fn discard(payload: Payload) {
     }
 }
 
+/// Resumes a caught panic; lets it go instead ([`discard`]: its payload's own `Drop` may
+/// panic too) if this thread is unwinding already, since a second panic would abort the
+/// process.
+pub(crate) fn resume(payload: Payload) {
+    if std::thread::panicking() {
+        discard(payload);
+    } else {
+        resume_unwind(payload);
+    }
+}
+
 /// Runs `f`, which runs user code, discarding a panic of it.
 pub(crate) fn catching(f: impl FnOnce()) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
         discard(payload);
+    }
+}
+
+/// Drops `value`, whose `Drop` is foreign code (a waker another executor made): should
+/// this thread be unwinding already, a panic of that drop is discarded, since a second
+/// panic would abort the process; otherwise it unwinds into the caller as usual.
+pub(crate) fn drop_foreign<T>(value: T) {
+    if std::thread::panicking() {
+        catching(move || drop(value));
+    } else {
+        drop(value);
     }
 }
 
@@ -55,10 +77,10 @@ impl FirstPanic {
         self.0.map_or(Ok(()), Err)
     }
 
-    /// Resumes the first panic caught, if any.
+    /// Resumes the first panic caught, if any, as [`resume`] does.
     pub(crate) fn resume(self) {
         if let Some(payload) = self.0 {
-            resume_unwind(payload);
+            resume(payload);
         }
     }
 }

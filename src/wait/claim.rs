@@ -32,6 +32,7 @@ use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::task::TaskRef;
 use crate::task::panic::FirstPanic;
 use crate::task::waker::process_of;
+use crate::wait::foreign::ForeignWaker;
 use crate::wait::parker::{Parker, parker_arc_of, parker_of};
 
 const IDLE: usize = 0;
@@ -48,7 +49,7 @@ pub(crate) enum Owner {
     /// A `block_on` future (or a blocking call), by an internal reference to its thread.
     Main(std::sync::Arc<Parker>),
     /// Anything else (another executor).
-    Foreign(Waker),
+    Foreign(ForeignWaker),
 }
 
 impl Owner {
@@ -56,7 +57,14 @@ impl Owner {
     /// waker clone.
     #[inline]
     pub(crate) fn from_waker(waker: &Waker) -> Owner {
-        Owner::internal(waker).unwrap_or_else(|| Owner::Foreign(waker.clone()))
+        Owner::internal(waker).unwrap_or_else(|| Owner::foreign(waker))
+    }
+
+    /// `waker` as another executor's, by a clone: foreign code runs (the clone, and
+    /// later the drop), so never under a channel lock.
+    #[inline]
+    pub(crate) fn foreign(waker: &Waker) -> Owner {
+        Owner::Foreign(ForeignWaker::new(waker.clone()))
     }
 
     /// The owner behind `waker` if csp can hold it by an internal reference (a process,
@@ -159,15 +167,8 @@ impl OwnerTag {
 /// is complete.
 pub(crate) type Panic = crate::task::panic::Payload;
 
-/// Resumes a panic caught from foreign code; dropped instead if this thread is already
-/// unwinding (a second panic would abort the process).
-pub(crate) fn resume(panic: Panic) {
-    if std::thread::panicking() {
-        drop(panic);
-    } else {
-        std::panic::resume_unwind(panic);
-    }
-}
+/// Resumes a panic caught from foreign code, unless this thread is unwinding already.
+pub(crate) use crate::task::panic::resume;
 
 /// Owners to wake once the caller drops its channel locks (a foreign waker may re-enter
 /// the channel). Holds the first inline, so the common single wake allocates nothing.

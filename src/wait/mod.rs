@@ -5,6 +5,8 @@
 //! - `claim.rs`: the claim flag shared by every arm of one choice, the `Owner` to wake
 //!   (a process, a thread parked in `block_on`, a foreign waker), and the batch of wakes
 //!   run after a channel's lock is dropped;
+//! - `foreign.rs`: a foreign waker as a wait holds it, whose drop never panics while the
+//!   thread unwinds;
 //! - `operation.rs`: the interface every kind of waiting operation implements (try now,
 //!   register, unregister, take the result), so one engine drives them all;
 //! - `single.rs`: the wait of one operation, behind the plain channel futures;
@@ -47,10 +49,15 @@
 //!    worker firing timers, a runtime shutting down), dropped once the panic hook has
 //!    reported it: a worker never dies of a waker's panic. A value the panicking call
 //!    had taken goes back to its channel first.
+//! 5. **No second panic while a thread unwinds.** A future or guard dropped by a
+//!    panicking scope still drops the wakers it kept and wakes the owners it must: a
+//!    waker's panic then is let go (`foreign.rs`, `task::panic::resume`), as one out of
+//!    a destructor during unwinding would abort the process.
 
 pub(crate) mod census;
 pub(crate) mod claim;
 pub(crate) mod epoch;
+pub(crate) mod foreign;
 pub(crate) mod join;
 pub(crate) mod operation;
 pub(crate) mod parker;

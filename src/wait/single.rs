@@ -160,7 +160,7 @@ impl<O: Operation> Single<O> {
                         // A foreign waker is cloned with the lock dropped: no foreign code
                         // runs under it. Then try again, as the channel may have changed.
                         drop(held);
-                        let owner = Owner::Foreign(cx.waker().clone());
+                        let owner = Owner::foreign(cx.waker());
                         let held = Held::lock(op);
                         // SAFETY: the lock is held.
                         if unsafe { op.try_now(claim, &mut wakes) } {

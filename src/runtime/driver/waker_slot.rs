@@ -35,7 +35,7 @@ use std::task::Waker;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use crate::task::panic::FirstPanic;
+use crate::task::panic::{FirstPanic, drop_foreign};
 
 const IDLE: usize = 0;
 const STORING: usize = 1;
@@ -197,12 +197,13 @@ impl WakerSlot {
         }
     }
 
-    /// Drops the stored wakers (the source is going away).
+    /// Drops the stored wakers (the source is going away, perhaps in the `Drop` of a
+    /// socket whose owner is unwinding: a waker's panic is then let go, `drop_foreign`).
     pub(crate) fn clear(&self) {
-        drop(self.take());
+        drop_foreign(self.take());
         // Dropped outside the lock: a waker's drop is its owner's code.
         let others = std::mem::take(&mut *self.others.lock());
-        drop(others);
+        drop_foreign(others);
     }
 }
 
