@@ -84,7 +84,7 @@ impl WaitOn {
     /// now; `foreign` if something outside the runtime may complete it (a channel used
     /// from outside, a process of another runtime). A poll records with
     /// [`restamp`] instead, keeping the epoch it started with.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn encode(self, foreign: bool, runtime: u64) -> u64 {
         self.encode_unstamped(foreign) | blank_wait(runtime)
     }

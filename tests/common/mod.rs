@@ -262,6 +262,22 @@ pub fn waker_with_clone_hook(on_clone: impl FnOnce() + Send + 'static) -> Waker 
     unsafe { Waker::from_raw(RawWaker::new(std::ptr::from_ref(hook).cast(), &ORIGINAL)) }
 }
 
+/// Drops `value` while the thread unwinds: moves it into a scope that panics with
+/// `"the scope's own panic"`, and checks that this panic, and no later one out of
+/// `value`'s drop, is the one that comes out (a panic out of a drop during unwinding
+/// would abort the test binary instead).
+pub fn drop_while_unwinding<T>(value: T) {
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _value = value;
+        panic!("the scope's own panic");
+    }))
+    .expect_err("the scope panicked");
+    assert_eq!(
+        panic_message(&*payload).as_deref(),
+        Some("the scope's own panic")
+    );
+}
+
 /// `mem::forget` of a boxed value, as a test of a leak does, with its address kept where
 /// valgrind's leak check finds it: the block the test leaks on purpose then reads as
 /// still reachable, not lost (`.ci/run` fails on definite leaks).
