@@ -133,3 +133,30 @@ fn a_socket_read() {
         assert_eq!(server.read(&mut buf).unwrap(), 0, "the socket was closed");
     });
 }
+
+/// The last end of a channel dropped while the thread unwinds wakes a foreign waiter on
+/// the other side whose waker panics: that panic is let go, and the waiter sees the
+/// channel closed.
+#[test]
+fn a_last_end_whose_close_wakes_a_panicking_waker() {
+    use common::CountingWaker;
+    bounded(20, || {
+        let (tx, rx) = csp::channel::<u8>();
+        let (probe, waker) = CountingWaker::panicking();
+        let mut receiving = Box::pin(async move { rx.recv().await });
+        assert!(poll_with(receiving.as_mut(), &waker).is_pending());
+        drop_while_unwinding(tx);
+        assert_eq!(probe.wakes(), 1);
+        assert_eq!(
+            poll_with(receiving.as_mut(), &waker),
+            std::task::Poll::Ready(Err(csp::RecvError))
+        );
+
+        let (tx, rx) = csp::channel::<u8>();
+        let mut sending = Box::pin(async move { tx.send(1).await });
+        assert!(poll_with(sending.as_mut(), &waker).is_pending());
+        drop_while_unwinding(rx);
+        assert_eq!(probe.wakes(), 2);
+        assert!(poll_with(sending.as_mut(), &waker).is_ready());
+    });
+}
