@@ -17,7 +17,7 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
@@ -123,7 +123,8 @@ impl CancellationToken {
     /// waiting on any of them is woken, and when `cancel` returns, all of them are
     /// cancelled. Cancelling a cancelled token wakes nobody. If a waiter's waker panics,
     /// the rest are still woken and the subtree still cancelled; then the first such
-    /// panic is resumed.
+    /// panic is resumed (or let go, if this thread is unwinding already, as in the
+    /// `Drop` of a [`DropGuard`]).
     ///
     /// ```
     /// let token = csp::CancellationToken::new();
@@ -149,7 +150,7 @@ impl CancellationToken {
             stack.extend(children.iter().filter_map(Weak::upgrade));
         }
         if let Some(panic) = first_panic {
-            resume_unwind(panic);
+            crate::task::panic::resume(panic);
         }
     }
 

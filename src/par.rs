@@ -24,7 +24,7 @@ use std::task::{Context, Poll, Waker, ready};
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::task::JoinError;
-use crate::task::panic::catching;
+use crate::task::panic::{catching, discard, drop_foreign};
 use crate::wait::JoinHandle;
 use crate::wait::foreign::ForeignWaker;
 use crate::wait::join::{internal_clone, wake_same};
@@ -55,6 +55,26 @@ struct GroupState<E> {
     join: Option<ForeignWaker>,
 }
 
+impl<E> Drop for GroupState<E> {
+    /// A failure the join never took (it was dropped first) goes with the group, which
+    /// may go in the `Drop` of a join whose owner is unwinding (`drop_failure`).
+    fn drop(&mut self) {
+        if let Some(failure) = self.failure.take() {
+            drop_failure(failure);
+        }
+    }
+}
+
+/// Drops a failure nobody will hand on: a panic's payload is let go as every caught
+/// panic's is (`discard`: its own drop may panic), a branch's error is the user's code
+/// (`drop_foreign`: its panic is let go only while the thread unwinds).
+fn drop_failure<E>(failure: Failure<E>) {
+    match failure {
+        Failure::Panic(payload) => discard(payload),
+        Failure::Err(err) => drop_foreign(err),
+    }
+}
+
 impl<E> ParGroup<E> {
     /// A group with no branch failed.
     #[allow(clippy::new_without_default)] // made only by the macros
@@ -78,7 +98,7 @@ impl<E> Group<E> {
         if state.failure.is_some() {
             drop(state);
             // A later failure is dropped, outside the lock: its `Drop` is user code.
-            drop(failure);
+            drop_failure(failure);
             return;
         }
         state.failure = Some(failure);

@@ -1,8 +1,10 @@
-//! csp's futures and guards dropped by a thread that is unwinding from a panic already,
-//! while they keep a waker of another executor whose drop panics: a second panic out of
-//! a destructor would abort the whole process, so csp lets that one go. Each test drops
-//! its future inside a panicking scope and checks that the scope's own panic comes out
-//! and that the wait was undone (a test that fails here aborts the test binary).
+//! csp's futures, guards and ends dropped by a thread that is unwinding from a panic
+//! already, while they keep a waker of another executor whose drop panics, wake a waker
+//! that panics with a payload whose drop panics too, or hold a caught panic nobody took:
+//! a second panic out of a destructor would abort the whole process, so csp lets that
+//! one go. Each test drops its value inside a panicking scope and checks that the
+//! scope's own panic comes out and that the wait was undone; every one of them aborted
+//! the test binary before csp caught these panics.
 
 mod common;
 
@@ -99,19 +101,81 @@ fn a_sleep_and_a_cancellation() {
     });
 }
 
+/// The set's waiter is dropped with the set's last reference to what its processes'
+/// wakers share: with the only worker blocked, nothing runs the aborted process, so
+/// that last reference is the set's own, dropped while the thread unwinds.
 #[test]
-fn a_join_set_and_a_par() {
+fn a_join_set() {
     bounded(20, || {
-        let mut set = csp::JoinSet::new();
-        set.spawn(std::future::pending::<()>());
-        dropped_while_unwinding(async move { set.join_next().await });
-        let (tx, rx) = csp::channel::<u8>();
-        dropped_while_unwinding(
-            async move { csp::par!(async move { rx.recv().await }, async { 1 }) },
-        );
-        common::wait_until(10, "the par!'s branch ended with its receiver", || {
-            tx.try_send(1).is_err_and(|err| err.is_closed())
+        let rt = common::runtime(1, "unwinding-set");
+        let (blocked_tx, blocked) = std::sync::mpsc::channel::<()>();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let blocker = rt.spawn(async move {
+            blocked_tx.send(()).unwrap();
+            // Blocks the worker thread on purpose, until the test lets it go.
+            let _ = released.recv();
         });
+        blocked.recv().unwrap();
+        let mut set = csp::JoinSet::new();
+        set.spawn_on(std::future::pending::<()>(), &rt.handle());
+        dropped_while_unwinding(async move { set.join_next().await });
+        release.send(()).unwrap();
+        rt.block_on(blocker).unwrap();
+        common::wait_until_no_process(&rt, 10);
+    });
+}
+
+/// A `par!` whose branches have all ended holds the last reference to its group, and
+/// with it the join's waker: both go while the thread unwinds.
+#[test]
+fn a_par_whose_branches_ended() {
+    bounded(20, || {
+        let rt = common::runtime(1, "unwinding-par");
+        rt.block_on(async {
+            let (tx, rx) = csp::channel::<u8>();
+            let mut join =
+                Box::pin(async move { csp::par!(async move { rx.recv().await }, async { 1 }) });
+            let waker = waker_with_clone_hook(|| {});
+            assert!(poll_with(join.as_mut(), &waker).is_pending());
+            drop(tx);
+            common::wait_until(10, "both branches ended", || {
+                rt.metrics().processes_alive == 0
+            });
+            drop_while_unwinding(join);
+        });
+    });
+}
+
+/// A branch panicked with a payload whose own drop panics, and the join is dropped
+/// before it takes that failure: the group lets the payload go (once) as it goes.
+#[test]
+fn a_par_whose_failure_was_never_taken() {
+    bounded(20, || {
+        let rt = common::runtime(1, "unwinding-par-failure");
+        let payload_drops = common::Counter::new();
+        rt.block_on(async {
+            let drops = payload_drops.clone();
+            let (gate, opened) = csp::channel::<()>();
+            let mut join = Box::pin(async move {
+                csp::par!(
+                    async move {
+                        let _ = opened.recv().await;
+                        std::panic::panic_any(common::PanicOnDrop(drops))
+                    },
+                    async { 1 }
+                )
+            });
+            let (probe, waker) = common::CountingWaker::new();
+            assert!(poll_with(join.as_mut(), &waker).is_pending());
+            gate.send(()).await.unwrap();
+            common::wait_until(10, "both branches ended", || {
+                rt.metrics().processes_alive == 0
+            });
+            assert_eq!(payload_drops.get(), 0, "the failure is kept for the join");
+            assert!(probe.wakes() >= 1, "the failure woke the join");
+            drop_while_unwinding(join);
+        });
+        assert_eq!(payload_drops.get(), 1, "the payload was let go once");
     });
 }
 
@@ -135,20 +199,35 @@ fn a_socket_read() {
 }
 
 /// The last end of a channel dropped while the thread unwinds wakes a foreign waiter on
-/// the other side whose waker panics: that panic is let go, and the waiter sees the
-/// channel closed.
+/// the other side whose wake panics, with a payload whose own drop panics: the close
+/// lets that payload go (its drop runs once, its panic is kept), and the waiter sees
+/// the channel closed.
 #[test]
-fn a_last_end_whose_close_wakes_a_panicking_waker() {
-    use common::CountingWaker;
+fn a_last_end_whose_close_wakes_a_waker_that_panics() {
+    struct PanicsWithPanickyPayload(common::Counter);
+
+    impl std::task::Wake for PanicsWithPanickyPayload {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            std::panic::panic_any(common::PanicOnDrop(self.0.clone()));
+        }
+    }
+
     bounded(20, || {
+        let payload_drops = common::Counter::new();
+        let waker = std::task::Waker::from(std::sync::Arc::new(PanicsWithPanickyPayload(
+            payload_drops.clone(),
+        )));
         let (tx, rx) = csp::channel::<u8>();
-        let (probe, waker) = CountingWaker::panicking();
         let mut receiving = Box::pin(async move { rx.recv().await });
         assert!(poll_with(receiving.as_mut(), &waker).is_pending());
         drop_while_unwinding(tx);
-        assert_eq!(probe.wakes(), 1);
+        assert_eq!(payload_drops.get(), 1);
         assert_eq!(
-            poll_with(receiving.as_mut(), &waker),
+            poll_with(receiving.as_mut(), std::task::Waker::noop()),
             std::task::Poll::Ready(Err(csp::RecvError))
         );
 
@@ -156,7 +235,7 @@ fn a_last_end_whose_close_wakes_a_panicking_waker() {
         let mut sending = Box::pin(async move { tx.send(1).await });
         assert!(poll_with(sending.as_mut(), &waker).is_pending());
         drop_while_unwinding(rx);
-        assert_eq!(probe.wakes(), 2);
-        assert!(poll_with(sending.as_mut(), &waker).is_ready());
+        assert_eq!(payload_drops.get(), 2);
+        assert!(poll_with(sending.as_mut(), std::task::Waker::noop()).is_ready());
     });
 }

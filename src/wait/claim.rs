@@ -100,7 +100,8 @@ impl Owner {
 
     /// Wakes the owner, consuming the reference (a process goes to the current worker's
     /// handoff slot when woken by another process of its runtime). A foreign waker's
-    /// panic unwinds to the caller.
+    /// panic unwinds to the caller, unless the thread is unwinding already
+    /// (`task::panic::resume`).
     pub(crate) fn wake(self) {
         let mut panic = FirstPanic::default();
         self.wake_catching(&mut panic);
@@ -273,7 +274,7 @@ pub(crate) struct Claim {
 }
 
 // SAFETY: `owner` is accessed by one party at a time, as the flag's protocol (module docs)
-// assigns it; `Owner` is Send (a process reference or a Waker).
+// assigns it; `Owner` is Send (a process reference, a parker or a `ForeignWaker`).
 unsafe impl Send for Claim {}
 // SAFETY: as above.
 unsafe impl Sync for Claim {}

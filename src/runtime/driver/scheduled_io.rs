@@ -80,7 +80,8 @@ impl ScheduledIo {
     }
 
     /// Wakes the waiters of the directions asked for, those of each whatever a waker of
-    /// the other does: a waker's panic is resumed once both directions are woken.
+    /// the other does: a waker's panic is resumed once both directions are woken (let
+    /// go if the thread is unwinding already, `task::panic::resume`).
     fn wake(&self, read: bool, write: bool) {
         match (read, write) {
             (true, true) => {

@@ -23,7 +23,7 @@
 //! A waker is its owner's code: its clone, wake and drop may panic. None of them runs
 //! while the cell is owned, so a panic never leaves the state stuck, and a wake reaches
 //! every waker it is for whatever one of them does: a panic is resumed once all are
-//! woken.
+//! woken (or let go, if the thread is unwinding already: `task::panic::resume`).
 //!
 //! A waiting task stores its waker and then looks at the readiness word again; the driver
 //! sets the readiness word and then wakes. Either the driver's take finds the waker, or
@@ -159,7 +159,7 @@ impl WakerSlot {
 
     /// Wakes `waker` (taken out of the cell, which is let go) and every task pushed out
     /// of the slot, each whatever the others' wakers do: a waker's panic is resumed once
-    /// all are woken.
+    /// all are woken (`wake_each`).
     fn deliver(&self, waker: Option<Waker>) {
         // Relaxed: a store of `true` that matters is ordered before this by the slot's
         // state (its storer's release, our acquire); a stale `true` costs one lock. A
@@ -201,9 +201,13 @@ impl WakerSlot {
     /// socket whose owner is unwinding: a waker's panic is then let go, `drop_foreign`).
     pub(crate) fn clear(&self) {
         drop_foreign(self.take());
-        // Dropped outside the lock: a waker's drop is its owner's code.
+        // Dropped outside the lock: a waker's drop is its owner's code. One at a time,
+        // each caught while unwinding (a second panic in one drop of the whole list
+        // would abort).
         let others = std::mem::take(&mut *self.others.lock());
-        drop_foreign(others);
+        for waker in others {
+            drop_foreign(waker);
+        }
     }
 }
 
@@ -218,7 +222,7 @@ enum Stored {
 }
 
 /// Wakes every one of `wakers`, whatever the others do: the first panic is resumed
-/// once all are woken.
+/// once all are woken, unless the thread is unwinding already (`FirstPanic::resume`).
 fn wake_each(wakers: impl IntoIterator<Item = Waker>) {
     let mut panic = FirstPanic::default();
     for waker in wakers {
