@@ -8,27 +8,28 @@
 //! dropped during unwinding catches its waker's panic and lets it go; at any other time
 //! that panic unwinds into the caller, as the waker's own drop would.
 
-use std::mem::ManuallyDrop;
 use std::task::Waker;
 
 use crate::task::panic::drop_foreign;
 
 /// A foreign waker whose drop never panics while the thread unwinds (module docs). As
 /// small as a `Waker`, its niche kept (an `Option` of one is no larger).
-pub(crate) struct ForeignWaker(ManuallyDrop<Waker>);
+pub(crate) struct ForeignWaker(Waker);
 
 impl ForeignWaker {
     /// Holds `waker`.
     pub(crate) fn new(waker: Waker) -> ForeignWaker {
-        ForeignWaker(ManuallyDrop::new(waker))
+        ForeignWaker(waker)
     }
 
     /// Wakes the task, consuming the waker; its panic unwinds to the caller.
-    pub(crate) fn wake(self) {
-        let mut this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped, so the waker is taken out exactly once.
-        let waker = unsafe { ManuallyDrop::take(&mut this.0) };
-        waker.wake();
+    pub(crate) fn wake(mut self) {
+        self.take().wake();
+    }
+
+    /// The waker, leaving in its place one whose drop does nothing.
+    fn take(&mut self) -> Waker {
+        std::mem::replace(&mut self.0, Waker::noop().clone())
     }
 }
 
@@ -42,9 +43,7 @@ impl std::ops::Deref for ForeignWaker {
 
 impl Drop for ForeignWaker {
     fn drop(&mut self) {
-        // SAFETY: taken out once, here, and `self` is not used again.
-        let waker = unsafe { ManuallyDrop::take(&mut self.0) };
-        drop_foreign(waker);
+        drop_foreign(self.take());
     }
 }
 
