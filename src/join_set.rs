@@ -237,11 +237,11 @@ impl<T> JoinSet<T> {
             waker: waker.clone(),
         });
         self.len += 1;
-        // Notified from the start: the next `join_next` polls it, registering its
-        // waker. Queued here rather than woken: the set is borrowed mutably, so nobody
-        // awaits it now, and a waiter left by a dropped `join_next` needs no wake.
-        waker.queued.store(true, Ordering::Relaxed); // Relaxed: the lock below orders it.
-        self.notified.lock().slots.push(index);
+        // Notified from the start: the next poll of the set polls its handle,
+        // registering its waker. Until then the process's end wakes nobody, so a waiter
+        // already registered (a hand-written future that polled the set, then spawned
+        // into it, and waits for that process) is woken now to make that poll.
+        Wake::wake_by_ref(&waker);
         id
     }
 

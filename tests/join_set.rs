@@ -349,6 +349,36 @@ fn try_join_next_keeps_the_waker_of_a_pending_join_next() {
 }
 
 #[test]
+fn a_process_spawned_after_a_pending_poll_wakes_that_poll_when_it_ends() {
+    // A hand-written future polls the set (pending: the running process waits for the
+    // new one's result), then spawns into it. The new process has no waker of the
+    // waiter until the set polls its handle, so its end must still wake the waiter.
+    bounded(30, || {
+        let rt = runtime(1, "set-spawn-after-poll");
+        let mut set = csp::JoinSet::new();
+        let (open, gate) = csp::channel::<()>();
+        set.spawn_on(async move { gate.recv().await.unwrap() }, &rt.handle());
+        let (probe, waker) = common::CountingWaker::new();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(set.poll_join_next(&mut cx).is_pending());
+        set.spawn_on(async {}, &rt.handle());
+        // Polled again at each wake, as an executor would, until the new process ends.
+        let mut woken = 0;
+        let ended = loop {
+            wait_until(10, "the pending poll is woken", || probe.wakes() > woken);
+            woken = probe.wakes();
+            if let std::task::Poll::Ready(ended) = set.poll_join_next(&mut cx) {
+                break ended;
+            }
+        };
+        assert!(ended.expect("a process ended").is_ok());
+        open.send_blocking(()).unwrap();
+        assert!(rt.block_on(set.join_next()).unwrap().is_ok());
+        assert!(set.is_empty());
+    });
+}
+
+#[test]
 fn processes_ending_while_the_set_detaches_them_leave_no_stale_slot() {
     bounded(60, || {
         let rt = runtime(2, "set-detach-race");
