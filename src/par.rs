@@ -334,6 +334,12 @@ impl<T> ParBranch<T> {
 impl<T> Drop for ParBranch<T> {
     fn drop(&mut self) {
         self.abort();
+        // An output kept from a completed branch is the user's value: should its drop
+        // panic while an earlier branch's output unwinds out of the join's drop, the
+        // second panic is let go rather than aborting the process.
+        if let Branch::Ended(_) = self.state {
+            drop_foreign(std::mem::replace(&mut self.state, Branch::Taken));
+        }
     }
 }
 
@@ -538,7 +544,12 @@ impl<B: ParBranches, E> Future for ParJoin<B, E> {
                 this.branches.discard();
                 panic::resume_unwind(payload)
             }
-            Some(Failure::Err(err)) => Poll::Ready(Err(err)),
+            Some(Failure::Err(err)) => {
+                // The outputs of the branches that completed go now, each drop's panic
+                // caught, as on the panic path: nobody will read them.
+                this.branches.discard();
+                Poll::Ready(Err(err))
+            }
             None => match this.branches.take_outputs() {
                 Ok(outputs) => Poll::Ready(Ok(outputs)),
                 // Nothing but the join holds a branch's handle, and no branch failed, so

@@ -291,6 +291,82 @@ fn outputs_kept_are_dropped_before_the_panic_unwinds_through_block_on() {
 }
 
 #[test]
+fn outputs_kept_are_dropped_before_try_par_returns_its_error() {
+    // Two branches complete with values whose drop panics; a third returns `Err` after.
+    // The join drops both outputs before it returns the error, each drop's panic caught:
+    // dropped with the join instead, the second would panic while the first's panic
+    // unwinds, and abort the process.
+    bounded(30, || {
+        // One worker: the branches run in turn, so the first two have completed by the
+        // time the third sees them done.
+        let rt = runtime(1, "try-par-outputs");
+        let drops = Counter::new();
+        let completed = Counter::new();
+        let result = rt.block_on(async {
+            let output = |drops: &Counter, completed: &Counter| {
+                let (drops, completed) = (drops.clone(), completed.clone());
+                async move {
+                    completed.incr();
+                    Ok(common::PanicOnDrop(drops))
+                }
+            };
+            let failing = {
+                let completed = completed.clone();
+                async move {
+                    yield_until(&completed, 2).await;
+                    Err::<(), _>("the third branch")
+                }
+            };
+            csp::try_par!(
+                output(&drops, &completed),
+                output(&drops, &completed),
+                failing
+            )
+            .map(|_| ())
+        });
+        assert_eq!(result, Err("the third branch"));
+        assert_eq!(drops.get(), 2, "each output is dropped once");
+        wait_until_no_process(&rt, 10);
+    });
+}
+
+#[test]
+fn a_pending_par_dropped_with_outputs_whose_drop_panics_panics_once() {
+    // Two branches completed with values whose drop panics, and the join is dropped
+    // while a third still runs: the first drop's panic comes out of the join's drop,
+    // and the second, during that unwinding, is let go instead of aborting.
+    bounded(30, || {
+        let rt = runtime(1, "par-drop-outputs");
+        let drops = Counter::new();
+        let payload = catch_unwind(AssertUnwindSafe(|| {
+            rt.block_on(async {
+                let (first, second) = (drops.clone(), drops.clone());
+                let mut par = pin!(async move {
+                    csp::par!(
+                        async move { common::PanicOnDrop(first) },
+                        async move { common::PanicOnDrop(second) },
+                        std::future::pending::<()>(),
+                    )
+                });
+                assert!(futures::poll!(par.as_mut()).is_pending());
+                wait_until(10, "the first two branches ended", || {
+                    rt.metrics().processes_alive == 1
+                });
+                // The join takes both ends in, and waits on the third branch.
+                assert!(futures::poll!(par.as_mut()).is_pending());
+            })
+        }))
+        .expect_err("the first output's drop panics out of the join's drop");
+        assert_eq!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("panic in drop")
+        );
+        assert_eq!(drops.get(), 2, "each output is dropped once");
+        wait_until_no_process(&rt, 10);
+    });
+}
+
+#[test]
 fn a_failing_worker_stops_a_pool_that_would_otherwise_wait_forever() {
     // The pool of the failing-fast example: four workers share a queue whose producer
     // sends ten items and then waits (forever, here) for more; the worker that takes
