@@ -46,6 +46,7 @@
 //! after the values it already sent); the panic is reported by the panic hook, as for
 //! any detached process.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::pin::pin;
 
@@ -56,10 +57,12 @@ use crate::chan::{Receiver, RecvError, Sender};
 /// Spawns a process that runs `f(tx)`, and returns the receiving end of `tx`'s
 /// rendezvous channel: the source of a pipeline.
 ///
-/// The process ends when `f`'s future completes or, if sooner, once the channel is
-/// closed (every receiver gone): the future is then dropped where it waits, so a
-/// producer ends with its pipeline even while it waits for something else. `f` should
-/// still stop when a `send` fails, as a loop that ignores the error never waits again.
+/// The process ends when `f`'s future completes or, if sooner, once every receiver is
+/// gone: the future is then dropped where it waits, so a producer ends with its
+/// pipeline even while it waits for something else. `f` should still stop when a `send`
+/// fails, as a loop that ignores the error never waits again. The channel is `f`'s
+/// alone to close from the sending side: dropping (or closing) `tx` ends the stream for
+/// the receivers at once, and `f` then runs on to its end.
 ///
 /// ```
 /// use futures::StreamExt;
@@ -81,11 +84,15 @@ where
     T: Send + 'static,
 {
     let (tx, rx) = crate::channel();
-    let watch = tx.clone();
+    // Word of the last receiver going, by a channel of its own that the last receiver's
+    // drop closes: `f` holds the only sender of `tx`'s channel, so that dropping (or
+    // closing) it ends the stream at once, and ends nothing else.
+    let (gone, receivers_gone) = crate::channel::<Infallible>();
+    rx.chan().on_receivers_gone(Box::new(move || drop(gone)));
     crate::spawn(async move {
         // `select` polls `f`'s future first, so it sees a failed send before it is
-        // dropped for the closed channel.
-        future::select(pin!(f(tx)), pin!(watch.closed())).await;
+        // dropped for the receivers gone.
+        future::select(pin!(f(tx)), pin!(receivers_gone.recv())).await;
     });
     rx
 }

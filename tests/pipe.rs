@@ -302,9 +302,11 @@ fn teardown_reaches_a_stage_waiting_for_input() {
         let rt = runtime(2, "waiting-input");
         let ended = Counter::new();
         let alive = Tracked::new(0, &ended);
-        // A producer that never sends: the stages after it wait for input.
+        // A producer that never sends, and keeps its sender (the stream stays open):
+        // the stages after it wait for input.
         let tail = rt.block_on(async {
-            let silent = pipe::producer(move |_tx: csp::Sender<u64>| async move {
+            let silent = pipe::producer(move |tx: csp::Sender<u64>| async move {
+                let _tx = tx;
                 let _alive = alive;
                 pending::<()>().await
             });
@@ -335,6 +337,53 @@ fn a_producer_ends_with_its_receivers_even_if_it_ignores_failed_sends() {
         });
         wait_until_no_process(&rt, LIMIT);
         assert_eq!(ended.get(), 1);
+    });
+}
+
+#[test]
+fn a_producer_that_drops_its_sender_ends_the_stream_and_runs_on() {
+    // The producer hands over its values, drops its sender, then waits for the
+    // consumer's word, which comes only once the consumer has seen the stream end.
+    bounded(LIMIT, || {
+        let rt = runtime(2, "producer-drops-tx");
+        let finished = Counter::new();
+        let (ack, acked) = csp::channel::<()>();
+        rt.block_on(async {
+            let done = finished.clone();
+            let rx = pipe::producer(move |tx| async move {
+                tx.send(1u64).await.unwrap();
+                drop(tx);
+                acked.recv().await.unwrap();
+                done.incr();
+            });
+            assert_eq!(rx.collect::<Vec<_>>().await, [1], "the stream ends");
+            ack.send(()).await.unwrap();
+        });
+        wait_until(LIMIT, "the producer ran to its end", || finished.get() == 1);
+        wait_until_no_process(&rt, LIMIT);
+    });
+}
+
+#[test]
+fn a_producer_that_closes_its_channel_runs_to_its_end() {
+    // Closing its own channel ends the stream, not the producer: its receivers are
+    // still there, so nothing tears it down.
+    bounded(LIMIT, || {
+        let rt = runtime(2, "producer-closes");
+        let finished = Counter::new();
+        rt.block_on(async {
+            let done = finished.clone();
+            let rx = pipe::producer(move |tx| async move {
+                tx.send(1u64).await.unwrap();
+                assert!(tx.close());
+                csp::yield_now().await;
+                done.incr();
+            });
+            assert_eq!(rx.recv().await, Ok(1));
+            assert_eq!(rx.recv().await, Err(RecvError));
+            wait_until(LIMIT, "the producer ran to its end", || finished.get() == 1);
+        });
+        wait_until_no_process(&rt, LIMIT);
     });
 }
 
