@@ -460,6 +460,58 @@ fn a_socket_is_served_while_every_worker_is_busy() {
 }
 
 #[test]
+fn a_socket_is_served_while_the_worker_that_left_the_driver_is_stuck_in_a_poll() {
+    // Two workers asleep, one in the driver. An event wakes one process onto the worker
+    // in the driver, which leaves the driver to run it; that poll then blocks its thread
+    // until the other socket is served. The other worker, asleep off the driver, must
+    // still come to serve that socket: the first wakes from its park as a searcher, and
+    // the last searcher to find work wakes a sleeper, which then parks in the driver.
+    // Without that wake the second socket waits as long as the poll blocks.
+    let fds = Fds::start();
+    bounded(LIMIT, || {
+        use csp::net::AsyncReadExt;
+        let rt = common::runtime(2, "io-stuck-holder");
+        // A connected pair: the std end to write to, and one to serve with csp.
+        let pair = || {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let peer = connect(listener.local_addr().unwrap());
+            let (served, _) = listener.accept().unwrap();
+            served.set_nonblocking(true).unwrap();
+            (served, peer)
+        };
+        let (first, first_peer) = pair();
+        let (second, second_peer) = pair();
+        let (served, wait_served) = std::sync::mpsc::channel::<()>();
+        let stuck = rt.spawn(async move {
+            let mut first = csp::net::TcpStream::from_std(first).unwrap();
+            let mut byte = [0];
+            first.read_exact(&mut byte).await.unwrap();
+            // Blocks this worker's thread, on purpose, until the other socket is served.
+            wait_served
+                .recv_timeout(std::time::Duration::from_secs(LIMIT / 2))
+                .expect("the second socket was served while this poll held its worker");
+        });
+        let other = rt.spawn(async move {
+            let mut second = csp::net::TcpStream::from_std(second).unwrap();
+            let mut byte = [0];
+            second.read_exact(&mut byte).await.unwrap();
+            served.send(()).unwrap();
+        });
+        // Both wait in their reads, and the workers fall asleep for good (no watcher).
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let (mut first_peer, mut second_peer) = (first_peer, second_peer);
+        first_peer.write_all(&[1]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        second_peer.write_all(&[2]).unwrap();
+        rt.block_on(other).unwrap();
+        rt.block_on(stuck).unwrap();
+        drop((first_peer, second_peer));
+        assert_processes_gone(&rt);
+    });
+    fds.assert_none_left();
+}
+
+#[test]
 fn an_async_fd_whose_value_was_replaced_leaves_the_old_number_alone() {
     // Replacing the value inside an `AsyncFd` closes the registered descriptor; a
     // stream that gets its number next registers with the same driver, and dropping the
