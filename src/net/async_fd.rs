@@ -13,7 +13,9 @@ use crate::runtime::driver::{ReadyGuard, Registration};
 /// A file descriptor registered with its runtime's I/O driver, for a process to wait
 /// until it is readable or writable and then run its own non-blocking system call.
 ///
-/// The descriptor must be in non-blocking mode. Wait with
+/// The descriptor must be in non-blocking mode, and must stay open until the `AsyncFd`
+/// is dropped or [`into_inner`](AsyncFd::into_inner) gives it back (see
+/// [`get_mut`](AsyncFd::get_mut) on replacing it). Wait with
 /// [`readable`](AsyncFd::readable) or [`writable`](AsyncFd::writable), run the call
 /// through the guard's [`try_io`](AsyncFdReadyGuard::try_io), and wait again if it says
 /// the call would block:
@@ -87,7 +89,10 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// Replacing the value itself (`*fd.get_mut() = other`) does not register the new
     /// one's descriptor: waits on it then fail with an error, and dropping the
     /// `AsyncFd` leaves the operating system's registration of whatever now has the old
-    /// descriptor's number alone. To wait on another value, make an `AsyncFd` of it.
+    /// descriptor's number alone. The `AsyncFd` knows the descriptor by its number, so
+    /// a new one that the system gives the old number (the old one closed first) is
+    /// taken for the old one, and waits on it never end. To wait on another value,
+    /// make an `AsyncFd` of it.
     ///
     /// ```
     /// # csp::block_on(async {
