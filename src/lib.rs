@@ -153,7 +153,8 @@ pub use alt::{Select, SelectFuture, Selected};
 pub use cancel::{CancellationToken, Cancelled, DropGuard};
 /// CSP choice: waits until one of several channel operations can complete, performs
 /// exactly that one, and evaluates to its arm's body. Among arms ready at once, one is
-/// picked uniformly at random ([`prialt!`] picks the first in written order).
+/// picked uniformly at random, a `recv_any` or `send_any` arm counting as one arm however
+/// many of its channels are ready ([`prialt!`] picks the first in written order).
 ///
 /// ```
 /// # csp::block_on(async {

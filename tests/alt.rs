@@ -507,6 +507,64 @@ fn block_bodies_raise_no_warnings() {
     });
 }
 
+/// `alt!` picks uniformly among its ready arms as written (API.md): a `recv_any` or
+/// `send_any` arm over nine ready channels fires as often as a plain arm beside it, not
+/// nine times as often, and each of its channels takes its turn.
+#[test]
+fn a_wide_arm_weighs_as_one_arm_in_a_fair_choice() {
+    bounded(30, || {
+        csp::block_on(async {
+            let rounds = 10_000;
+            let (tx, rx) = csp::bounded::<usize>(1);
+            let wide: Vec<_> = (0..9).map(|_| csp::bounded::<usize>(1)).collect();
+            let rxs: Vec<&csp::Receiver<usize>> = wide.iter().map(|(_, rx)| rx).collect();
+            tx.try_send(0).unwrap();
+            for (tx, _) in &wide {
+                tx.try_send(0).unwrap();
+            }
+            let (mut plain, mut each) = (0, [0usize; 9]);
+            for _ in 0..rounds {
+                csp::alt! {
+                    recv(rx) -> _v => {
+                        plain += 1;
+                        tx.try_send(0).unwrap();
+                    },
+                    recv_any(&rxs) -> (i, _v) => {
+                        each[i] += 1;
+                        wide[i].0.try_send(0).unwrap();
+                    },
+                }
+            }
+            // One draw in two for the plain arm: its share's standard deviation is 0.005.
+            let share = plain as f64 / rounds as f64;
+            assert!((share - 0.5).abs() < 0.05, "the plain arm fired {share}");
+            for (i, &n) in each.iter().enumerate() {
+                assert!(n > rounds / 36, "channel {i} of recv_any fired {n} times");
+            }
+
+            // Send arms: a plain one beside a `send_any` over nine, all with room.
+            let (one, _keep) = csp::unbounded::<usize>();
+            let many: Vec<_> = (0..9).map(|_| csp::unbounded::<usize>()).collect();
+            let txs: Vec<&csp::Sender<usize>> = many.iter().map(|(tx, _)| tx).collect();
+            let mut plain = 0;
+            for k in 0..rounds {
+                csp::alt! {
+                    send(one, k) -> res => {
+                        res.unwrap();
+                        plain += 1;
+                    },
+                    send_any(&txs, k) -> (_i, res) => res.unwrap(),
+                }
+            }
+            let share = plain as f64 / rounds as f64;
+            assert!(
+                (share - 0.5).abs() < 0.05,
+                "the plain send arm fired {share}"
+            );
+        });
+    });
+}
+
 /// `recv_any` receives from whichever of a run-time set of channels is ready and says
 /// which; an empty set is a disabled arm.
 #[test]

@@ -41,6 +41,21 @@ pub(crate) trait ArmSet {
     fn is_enabled(&self, i: usize) -> bool {
         self.arm(i).is_some()
     }
+
+    /// True if an arm as written spans several operations (a `recv_any` or `send_any`
+    /// arm: one operation per channel, with consecutive indices). A fair choice then
+    /// draws among the arms, not the operations ([`try_in_groups`]).
+    #[inline]
+    fn has_multi_arms(&self) -> bool {
+        false
+    }
+
+    /// The arm as written that operation `i` belongs to (`i` itself unless
+    /// [`has_multi_arms`](Self::has_multi_arms)); non-decreasing in `i`.
+    #[inline]
+    fn arm_of(&self, i: usize) -> usize {
+        i
+    }
 }
 
 /// A list of arm indices, kept inline up to [`INLINE_ARMS`] (so a choice of a fixed,
@@ -135,6 +150,9 @@ pub(crate) struct Plan {
     locks: Indices,
     /// Try the arms in written order (`prialt!`), not shuffled.
     biased: bool,
+    /// A fair plan over arms that span several operations: drawn by arm
+    /// ([`try_in_groups`]).
+    grouped: bool,
 }
 
 impl Plan {
@@ -144,6 +162,7 @@ impl Plan {
     pub(crate) fn prepare<A: ArmSet + ?Sized>(&mut self, arms: &A, biased: bool) -> bool {
         self.order.fill_kept(arms.count(), |i| arms.is_enabled(i));
         self.biased = biased;
+        self.grouped = !biased && arms.has_multi_arms();
         self.order.len() > 0
     }
 
@@ -231,6 +250,13 @@ impl Plan {
         claim: &Claim,
         wakes: &mut Wakes,
     ) -> Option<usize> {
+        if self.grouped {
+            return try_in_groups(
+                self.order.as_mut_slice(),
+                |i| arms.arm_of(i),
+                |i| Self::try_arm(arms, i, claim, wakes),
+            );
+        }
         try_in_order(self.order.as_mut_slice(), self.biased, |i| {
             Self::try_arm(arms, i, claim, wakes)
         })
@@ -287,6 +313,62 @@ pub(crate) fn try_in_order(
             fired = Some(i);
             break;
         }
+    }
+    random.end();
+    fired
+}
+
+/// As [`try_in_order`] for a fair choice whose arms span several operations each (a
+/// `recv_any` or `send_any` arm; `arm_of` maps an operation to its arm, and `order`
+/// comes sorted): the arm tried next is drawn uniformly from the arms not tried yet, and
+/// its operations are all tried, in an order drawn the same way, before any other arm's.
+/// So the first arm found ready is uniform among the ready arms (API.md), however many
+/// channels each spans, not weighted by them; and `order` is left grouped by arm, so the
+/// locked pass that tries it in that order keeps the property.
+#[cold]
+#[inline(never)]
+pub(crate) fn try_in_groups(
+    order: &mut [u32],
+    arm_of: impl Fn(usize) -> usize,
+    mut try_arm: impl FnMut(usize) -> bool,
+) -> Option<usize> {
+    let arm = |k: usize, order: &[u32]| arm_of(order[k] as usize);
+    let n = order.len();
+    // The arms not tried yet fill `order[k..]`, each one's operations together.
+    let mut arms_left = (1..n)
+        .filter(|&k| arm(k, order) != arm(k - 1, order))
+        .count()
+        + 1;
+    let mut random = rng::Stream::start();
+    let mut fired = None;
+    let mut k = 0;
+    'arms: while k < n {
+        // The `pick`-th arm left, moved to the front of what is left.
+        let pick = random.below(arms_left);
+        let mut start = k;
+        for _ in 0..pick {
+            let this = arm(start, order);
+            while arm(start, order) == this {
+                start += 1;
+            }
+        }
+        let this = arm(start, order);
+        let mut end = start + 1;
+        while end < n && arm(end, order) == this {
+            end += 1;
+        }
+        let len = end - start;
+        order[k..end].rotate_right(len);
+        for j in 0..len {
+            order.swap(k + j, k + j + random.below(len - j));
+            let i = order[k + j] as usize;
+            if try_arm(i) {
+                fired = Some(i);
+                break 'arms;
+            }
+        }
+        k += len;
+        arms_left -= 1;
     }
     random.end();
     fired
@@ -654,5 +736,55 @@ impl Choice {
         let fired = self.withdraw(arms, plan)?;
         Plan::enabled(arms, fired).abandon();
         Some(fired)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::try_in_groups;
+
+    /// Operation 0 is one arm; operations 1 to 9 are one `recv_any` arm.
+    fn arm_of(i: usize) -> usize {
+        usize::from(i > 0)
+    }
+
+    #[test]
+    fn with_every_operation_ready_each_arm_fires_half_the_time() {
+        let rounds = 20_000;
+        let mut fired = [0usize; 10];
+        for _ in 0..rounds {
+            let mut order: Vec<u32> = (0..10).collect();
+            let i = try_in_groups(&mut order, arm_of, |_| true).expect("all are ready");
+            fired[i] += 1;
+        }
+        // Drawn by arm: 1/2 each (standard deviation 0.0035 of the share); by
+        // operation it would be 1/10 for the single arm.
+        let share = fired[0] as f64 / rounds as f64;
+        assert!((share - 0.5).abs() < 0.03, "the single arm fired {share}");
+        // Within the wide arm, each channel in turn: about 1/18 each.
+        for (i, &n) in fired.iter().enumerate().skip(1) {
+            assert!(n > rounds / 36, "channel {i} fired {n} times");
+        }
+    }
+
+    #[test]
+    fn with_none_ready_each_is_tried_once_and_the_order_stays_grouped_by_arm() {
+        let arm_of = |i: usize| [0, 1, 1, 1, 2, 3, 3][i];
+        for _ in 0..200 {
+            let mut order: Vec<u32> = (0..7).collect();
+            let mut tried = Vec::new();
+            let fired = try_in_groups(&mut order, arm_of, |i| {
+                tried.push(i as u32);
+                false
+            });
+            assert_eq!(fired, None);
+            assert_eq!(tried, order, "tried in the order left for the locked pass");
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..7).collect::<Vec<_>>(), "each once");
+            let arms: Vec<usize> = order.iter().map(|&i| arm_of(i as usize)).collect();
+            let changes = arms.windows(2).filter(|w| w[0] != w[1]).count();
+            assert_eq!(changes, 3, "each arm's operations together: {arms:?}");
+        }
     }
 }

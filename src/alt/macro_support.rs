@@ -375,6 +375,16 @@ impl<const N: usize> ArmSet for Arms<'_, N> {
     }
 
     #[inline]
+    fn has_multi_arms(&self) -> bool {
+        self.starts.is_some()
+    }
+
+    #[inline]
+    fn arm_of(&self, i: usize) -> usize {
+        self.locate(i).0
+    }
+
+    #[inline]
     fn arm(&self, i: usize) -> Option<&dyn Operation> {
         let (arm, within) = self.locate(i);
         match self.arms[arm]?.0 {
