@@ -204,23 +204,9 @@ fn a_socket_read() {
 /// the channel closed.
 #[test]
 fn a_last_end_whose_close_wakes_a_waker_that_panics() {
-    struct PanicsWithPanickyPayload(common::Counter);
-
-    impl std::task::Wake for PanicsWithPanickyPayload {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.wake_by_ref();
-        }
-
-        fn wake_by_ref(self: &std::sync::Arc<Self>) {
-            std::panic::panic_any(common::PanicOnDrop(self.0.clone()));
-        }
-    }
-
     bounded(20, || {
         let payload_drops = common::Counter::new();
-        let waker = std::task::Waker::from(std::sync::Arc::new(PanicsWithPanickyPayload(
-            payload_drops.clone(),
-        )));
+        let waker = panics_with_a_panicky_payload(&payload_drops);
         let (tx, rx) = csp::channel::<u8>();
         let mut receiving = Box::pin(async move { rx.recv().await });
         assert!(poll_with(receiving.as_mut(), &waker).is_pending());
@@ -237,5 +223,62 @@ fn a_last_end_whose_close_wakes_a_waker_that_panics() {
         drop_while_unwinding(rx);
         assert_eq!(payload_drops.get(), 2);
         assert!(poll_with(sending.as_mut(), std::task::Waker::noop()).is_ready());
+    });
+}
+
+/// A waker whose wake panics with a payload whose drop counts into `drops`, then
+/// panics too.
+fn panics_with_a_panicky_payload(drops: &common::Counter) -> std::task::Waker {
+    struct PanicsWithPanickyPayload(common::Counter);
+
+    impl std::task::Wake for PanicsWithPanickyPayload {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            std::panic::panic_any(common::PanicOnDrop(self.0.clone()));
+        }
+    }
+
+    std::task::Waker::from(std::sync::Arc::new(PanicsWithPanickyPayload(drops.clone())))
+}
+
+/// A `try_recv` made while the thread unwinds (in a `Drop`) takes a value and lets the
+/// sender it frees into the buffer wake, whose waker panics with such a payload: the
+/// payload is let go, and the value is the caller's.
+#[test]
+fn a_try_recv_while_unwinding_that_wakes_a_waker_that_panics() {
+    struct TryRecvOnDrop(
+        csp::Receiver<u8>,
+        std::sync::mpsc::Sender<Result<u8, csp::TryRecvError>>,
+    );
+
+    impl Drop for TryRecvOnDrop {
+        fn drop(&mut self) {
+            let _ = self.1.send(self.0.try_recv());
+        }
+    }
+
+    bounded(20, || {
+        let payload_drops = common::Counter::new();
+        let waker = panics_with_a_panicky_payload(&payload_drops);
+        let (tx, rx) = csp::bounded::<u8>(1);
+        tx.try_send(1).unwrap();
+        let mut sending = Box::pin(async move { tx.send(2).await });
+        assert!(
+            poll_with(sending.as_mut(), &waker).is_pending(),
+            "the buffer is full"
+        );
+        let (got_tx, got) = std::sync::mpsc::channel();
+        drop_while_unwinding(TryRecvOnDrop(rx.clone(), got_tx));
+        assert_eq!(got.recv().unwrap(), Ok(1));
+        assert_eq!(
+            payload_drops.get(),
+            1,
+            "the waker's payload was let go once"
+        );
+        assert!(poll_with(sending.as_mut(), std::task::Waker::noop()).is_ready());
+        assert_eq!(rx.try_recv(), Ok(2), "the freed send's value is buffered");
     });
 }

@@ -21,6 +21,7 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use crate::alt::rng;
+use crate::task::panic::discard;
 use crate::time::{Sleep, sleep, sleep_until};
 use crate::tuning::INLINE_ARMS;
 use crate::wait::WaitOn;
@@ -413,9 +414,16 @@ fn run_wakes_of<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes) {
 fn run_wakes_then_drop<A: ArmSet + ?Sized>(arms: &A, fired: usize, wakes: Wakes, owner: Owner) {
     let woken = wakes.run_catching();
     let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(owner)));
-    if let Some(panic) = woken.err().or(dropped.err()) {
-        undo_then_resume(arms, fired, panic);
-    }
+    let panic = match (woken, dropped) {
+        (Ok(()), Ok(())) => return,
+        (Err(panic), Ok(())) | (Ok(()), Err(panic)) => panic,
+        // The second is let go (its payload's drop may panic too) before the undo.
+        (Err(panic), Err(again)) => {
+            discard(again);
+            panic
+        }
+    };
+    undo_then_resume(arms, fired, panic);
 }
 
 /// Foreign code panicked after arm `fired` completed: its outcome is undone, then the

@@ -13,6 +13,7 @@ use crate::chan::ops::{ReadOp, RecvOp};
 use crate::loom::sync::Arc;
 use crate::runtime::block_on::park_on;
 use crate::runtime::context;
+use crate::task::panic::discard;
 use crate::wait::claim::Wakes;
 use crate::wait::single::Single;
 
@@ -131,11 +132,18 @@ impl<T> Receiver<T> {
                     let mut wakes = Wakes::default();
                     self.chan.lock().give_back(value, &mut wakes);
                     // A second panic would only repeat the first; every owner is woken.
-                    let _ = wakes.run_catching();
+                    if let Err(again) = wakes.run_catching() {
+                        discard(again);
+                    }
                 }
                 std::panic::resume_unwind(panic)
             }
-            _ => result,
+            // Unwinding already: the payload is let go (its own drop may panic).
+            Err(panic) => {
+                discard(panic);
+                result
+            }
+            Ok(()) => result,
         }
     }
 
