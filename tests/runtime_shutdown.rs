@@ -454,3 +454,24 @@ fn a_runtime_dropped_on_its_blocking_pool() {
         assert_eq!(drops.get(), 1);
     });
 }
+
+#[test]
+fn shutdown_timeout_on_its_own_blocking_pool_waits_for_the_other_threads_only() {
+    // A closure on the pool shuts its runtime down with a long timeout: its own thread
+    // cannot exit before the call returns, so waiting for every pool thread to exit
+    // would always take the whole 60 s and trip the 20 s watchdog.
+    bounded(20, || {
+        let rt = runtime(2, "blk-shutdown");
+        let handle = rt.handle();
+        let (done, finished) = std::sync::mpsc::channel();
+        let closure = handle.spawn_blocking(move || {
+            rt.shutdown_timeout(Duration::from_secs(60));
+            done.send(()).unwrap();
+        });
+        finished.recv().unwrap();
+        match futures::executor::block_on(closure) {
+            Ok(()) => {}
+            Err(e) => assert!(e.is_cancelled(), "{e:?}"),
+        }
+    });
+}

@@ -48,7 +48,7 @@ pub(crate) struct BlockingPool {
     sender: Sender<Option<Notified>>,
     receiver: Receiver<Option<Notified>>,
     state: Mutex<PoolState>,
-    /// Signalled when the last thread exits.
+    /// Signalled when the last thread, or the last but one, exits (`wait_exited`).
     all_exited: Condvar,
     thread_name: String,
 }
@@ -122,6 +122,7 @@ impl BlockingPool {
 
     fn thread_main(&self, handle: &Handle) {
         let _enter = context::enter(handle.clone());
+        context::set_pool_thread(handle.shared.id());
         handle.shared.hooks().thread_started();
         loop {
             match self.receiver.recv_timeout(BLOCKING_KEEP_ALIVE) {
@@ -155,7 +156,8 @@ impl BlockingPool {
     fn thread_exited(&self) {
         let mut state = self.state.lock();
         state.threads -= 1;
-        if state.threads == 0 {
+        // At 1 too: a shutdown called on a pool thread waits for the others alone.
+        if state.threads <= 1 {
             self.all_exited.notify_all();
         }
     }
@@ -176,10 +178,12 @@ impl BlockingPool {
         }
     }
 
-    /// Waits until every pool thread has exited or `deadline` passes.
-    pub(crate) fn wait_exited(&self, deadline: Instant) {
+    /// Waits until every pool thread has exited or `deadline` passes; but for the
+    /// caller's own thread, if `on_own_thread` (a closure on this pool shutting its
+    /// runtime down), which cannot exit before the call returns.
+    pub(crate) fn wait_exited(&self, deadline: Instant, on_own_thread: bool) {
         let mut state = self.state.lock();
-        while state.threads > 0 {
+        while state.threads > usize::from(on_own_thread) {
             let now = Instant::now();
             if now >= deadline {
                 return;

@@ -31,6 +31,9 @@ struct Thread {
     /// The timer shard of a thread that is no worker ([`timer_home`]): drawn at its
     /// first timer; [`NO_SHARD`] before.
     outside_shard: Cell<usize>,
+    /// The id of the runtime whose blocking pool this thread serves (0: none), for its
+    /// lifetime.
+    pool_of: Cell<u64>,
 }
 
 /// [`Thread::outside_shard`] before the thread's first timer.
@@ -43,6 +46,7 @@ impl Thread {
             polling: Cell::new(NOT_POLLING),
             buffered: Cell::new(0),
             outside_shard: Cell::new(NO_SHARD),
+            pool_of: Cell::new(0),
         }
     }
 }
@@ -164,6 +168,18 @@ pub(crate) fn count_buffered() {
 #[inline]
 pub(crate) fn buffered() -> u32 {
     THREAD.try_with(|thread| thread.buffered.get()).unwrap_or(0)
+}
+
+/// Marks this thread, for good, as one of runtime `runtime`'s blocking-pool threads.
+pub(crate) fn set_pool_thread(runtime: u64) {
+    THREAD.with(|thread| thread.pool_of.set(runtime));
+}
+
+/// True on a thread of runtime `runtime`'s blocking pool.
+pub(crate) fn is_pool_thread_of(runtime: u64) -> bool {
+    THREAD
+        .try_with(|thread| thread.pool_of.get() == runtime)
+        .unwrap_or(false)
 }
 
 /// Panics with advice if csp is polling on this thread: blocking it would stall every

@@ -206,7 +206,9 @@ impl Runtime {
             }
         }
         if let Some(deadline) = deadline {
-            shared.blocking().wait_exited(deadline);
+            shared
+                .blocking()
+                .wait_exited(deadline, context::is_pool_thread_of(shared.id()));
         }
         shared.drain_injector();
     }
