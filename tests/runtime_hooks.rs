@@ -331,3 +331,47 @@ fn what_a_stop_hook_wakes_is_not_left_behind() {
         });
     });
 }
+
+#[test]
+fn block_on_of_another_runtime_in_a_hook_puts_the_thread_in_that_runtime() {
+    // Inside runtime `a`'s `block_on`, called from a start hook on runtime `b`'s worker,
+    // the thread is in `a` (API.md): a spawn goes to `a`, and a timer channel made there
+    // (`a`'s) is armed in `a`'s wheel, so that `a`'s deadlock detection, which sees the
+    // `block_on` waiting on that channel, knows a timer will end the wait.
+    bounded(30, || {
+        let a = Arc::new(
+            csp::Runtime::builder()
+                .worker_threads(1)
+                .thread_name("hook-a")
+                .deadlock_grace(Duration::from_millis(20))
+                .build()
+                .unwrap(),
+        );
+        let seen = Arc::new(Mutex::new(None));
+        let b = {
+            let (a, seen) = (a.clone(), seen.clone());
+            csp::Runtime::builder()
+                .worker_threads(1)
+                .thread_name("hook-b")
+                .on_thread_start(move || {
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        a.block_on(async {
+                            let ran_on = csp::spawn(async { thread_name() }).await.unwrap();
+                            let fired = csp::after(Duration::from_millis(200)).recv().await;
+                            (ran_on, fired.is_ok())
+                        })
+                    }));
+                    *seen.lock().unwrap() = Some(outcome.map_err(|_| "block_on panicked"));
+                })
+                .build()
+                .unwrap()
+        };
+        wait_until(20, "the hook's block_on returned", || {
+            seen.lock().unwrap().is_some()
+        });
+        let (ran_on, fired) = seen.lock().unwrap().take().unwrap().unwrap();
+        assert!(ran_on.starts_with("hook-a"), "spawned onto {ran_on}");
+        assert!(fired, "the timer fired");
+        drop(b);
+    });
+}

@@ -34,6 +34,10 @@ struct Thread {
     /// The id of the runtime whose blocking pool this thread serves (0: none), for its
     /// lifetime.
     pool_of: Cell<u64>,
+    /// [`ENTERED`] holds a runtime (a `block_on`, or a blocking-pool thread): on a
+    /// worker, whose own runtime is its loop's, that is another runtime's `block_on`
+    /// called from a thread hook, which puts the thread in that runtime meanwhile.
+    entered: Cell<bool>,
 }
 
 /// [`Thread::outside_shard`] before the thread's first timer.
@@ -47,6 +51,7 @@ impl Thread {
             buffered: Cell::new(0),
             outside_shard: Cell::new(NO_SHARD),
             pool_of: Cell::new(0),
+            entered: Cell::new(false),
         }
     }
 }
@@ -84,10 +89,33 @@ pub(crate) fn worker_ptr() -> Option<NonNull<Local>> {
     THREAD.try_with(|thread| thread.worker.get()).ok().flatten()
 }
 
-/// The handle of the runtime this thread is in.
+/// Calls `f` with the worker running on this thread if the thread is in that worker's
+/// runtime (not inside another runtime's `block_on`, [`Thread::entered`]).
+#[inline]
+pub(crate) fn with_current_worker<R>(f: impl FnOnce(Option<&Local>) -> R) -> R {
+    // SAFETY: as in `with_worker`.
+    f(worker_in_its_runtime().map(|ptr| unsafe { ptr.as_ref() }))
+}
+
+/// The worker running on this thread, unless the thread entered another runtime
+/// meanwhile ([`Thread::entered`]).
+#[inline]
+fn worker_in_its_runtime() -> Option<NonNull<Local>> {
+    THREAD
+        .try_with(|thread| match thread.entered.get() {
+            false => thread.worker.get(),
+            true => None,
+        })
+        .ok()
+        .flatten()
+}
+
+/// The handle of the runtime this thread is in: a worker's, or that of the `block_on`
+/// or blocking pool it is in (inside a thread hook, another runtime's `block_on` wins).
 pub(crate) fn current_handle() -> Option<Handle> {
-    if let Some(handle) = with_worker(|local| local.map(Local::handle)) {
-        return Some(handle);
+    if let Some(local) = worker_in_its_runtime() {
+        // SAFETY: valid on this thread while its worker loop runs (`worker_ptr`).
+        return Some(unsafe { local.as_ref() }.handle());
     }
     entered()
 }
@@ -107,8 +135,10 @@ fn entered() -> Option<Handle> {
 /// `block_on` callers spread over them. The timers take it modulo their number of
 /// shards.
 pub(crate) fn timer_home() -> (Option<Handle>, usize) {
-    if let Some((handle, index)) = with_worker(|local| local.map(|l| (l.handle(), l.index()))) {
-        return (Some(handle), index);
+    if let Some(local) = worker_in_its_runtime() {
+        // SAFETY: as in `current_handle`.
+        let local = unsafe { local.as_ref() };
+        return (Some(local.handle()), local.index());
     }
     (entered(), outside_shard())
 }
@@ -219,13 +249,16 @@ pub(crate) struct EnterGuard {
 
 pub(crate) fn enter(handle: Handle) -> EnterGuard {
     let previous = ENTERED.with(|entered| entered.replace(Some(handle)));
+    THREAD.with(|thread| thread.entered.set(true));
     EnterGuard { previous }
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         let previous = self.previous.take();
-        let _ = ENTERED.try_with(|entered| entered.replace(previous));
+        let entered = previous.is_some();
+        let _ = ENTERED.try_with(|slot| slot.replace(previous));
+        let _ = THREAD.try_with(|thread| thread.entered.set(entered));
     }
 }
 
