@@ -536,20 +536,17 @@ impl<B: ParBranches, E> Future for ParJoin<B, E> {
             this.next += 1;
         }
         this.next = usize::MAX;
-        match this.group.shared.take_failure() {
-            Some(Failure::Panic(payload)) => {
-                // The outputs of the branches that completed go now, not while the panic
-                // unwinds through the caller (`block_on`, a `catch_unwind`), where a
-                // second panic from one's drop would abort the process.
-                this.branches.discard();
-                panic::resume_unwind(payload)
-            }
-            Some(Failure::Err(err)) => {
-                // The outputs of the branches that completed go now, each drop's panic
-                // caught, as on the panic path: nobody will read them.
-                this.branches.discard();
-                Poll::Ready(Err(err))
-            }
+        let failure = this.group.shared.take_failure();
+        if failure.is_some() {
+            // Nobody will read the outputs of the branches that completed: they go now,
+            // each drop's panic caught, not with the join (after an error is returned,
+            // or while a panic unwinds through the caller, where a second panic from
+            // one's drop would abort the process).
+            this.branches.discard();
+        }
+        match failure {
+            Some(Failure::Panic(payload)) => panic::resume_unwind(payload),
+            Some(Failure::Err(err)) => Poll::Ready(Err(err)),
             None => match this.branches.take_outputs() {
                 Ok(outputs) => Poll::Ready(Ok(outputs)),
                 // Nothing but the join holds a branch's handle, and no branch failed, so

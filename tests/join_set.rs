@@ -331,16 +331,30 @@ fn a_set_of_processes_on_the_default_runtime_is_joined_from_tokio() {
     });
 }
 
+/// A set on `rt` with one process that waits until `open` is sent on, polled once by
+/// hand with a counting waker (pending): the set, `open`, the probe and the waker.
+fn polled_while_a_process_waits(
+    rt: &csp::Runtime,
+) -> (
+    csp::JoinSet<()>,
+    csp::Sender<()>,
+    std::sync::Arc<common::CountingWaker>,
+    std::task::Waker,
+) {
+    let mut set = csp::JoinSet::new();
+    let (open, gate) = csp::channel::<()>();
+    set.spawn_on(async move { gate.recv().await.unwrap() }, &rt.handle());
+    let (probe, waker) = common::CountingWaker::new();
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(set.poll_join_next(&mut cx).is_pending());
+    (set, open, probe, waker)
+}
+
 #[test]
 fn try_join_next_keeps_the_waker_of_a_pending_join_next() {
     bounded(30, || {
         let rt = runtime(1, "set-try-keeps-waker");
-        let mut set = csp::JoinSet::new();
-        let (open, gate) = csp::channel::<()>();
-        set.spawn_on(async move { gate.recv().await.unwrap() }, &rt.handle());
-        let (probe, waker) = common::CountingWaker::new();
-        let mut cx = std::task::Context::from_waker(&waker);
-        assert!(set.poll_join_next(&mut cx).is_pending());
+        let (mut set, open, probe, _waker) = polled_while_a_process_waits(&rt);
         assert!(set.try_join_next().is_none());
         open.send_blocking(()).unwrap();
         wait_until(10, "the pending join_next is woken", || probe.wakes() >= 1);
@@ -355,12 +369,8 @@ fn a_process_spawned_after_a_pending_poll_wakes_that_poll_when_it_ends() {
     // waiter until the set polls its handle, so its end must still wake the waiter.
     bounded(30, || {
         let rt = runtime(1, "set-spawn-after-poll");
-        let mut set = csp::JoinSet::new();
-        let (open, gate) = csp::channel::<()>();
-        set.spawn_on(async move { gate.recv().await.unwrap() }, &rt.handle());
-        let (probe, waker) = common::CountingWaker::new();
+        let (mut set, open, probe, waker) = polled_while_a_process_waits(&rt);
         let mut cx = std::task::Context::from_waker(&waker);
-        assert!(set.poll_join_next(&mut cx).is_pending());
         set.spawn_on(async {}, &rt.handle());
         // Polled again at each wake, as an executor would, until the new process ends.
         let mut woken = 0;

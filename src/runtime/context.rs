@@ -36,7 +36,9 @@ struct Thread {
     pool_of: Cell<u64>,
     /// [`ENTERED`] holds a runtime (a `block_on`, or a blocking-pool thread): on a
     /// worker, whose own runtime is its loop's, that is another runtime's `block_on`
-    /// called from a thread hook, which puts the thread in that runtime meanwhile.
+    /// called from a thread hook, which puts the thread in that runtime meanwhile. A
+    /// mirror of `ENTERED`'s `is_some()`, kept by [`enter`] and its guard, so that a
+    /// spawn or a timer on a worker reads it in the same load as `worker`.
     entered: Cell<bool>,
 }
 
@@ -113,9 +115,8 @@ fn worker_in_its_runtime() -> Option<NonNull<Local>> {
 /// The handle of the runtime this thread is in: a worker's, or that of the `block_on`
 /// or blocking pool it is in (inside a thread hook, another runtime's `block_on` wins).
 pub(crate) fn current_handle() -> Option<Handle> {
-    if let Some(local) = worker_in_its_runtime() {
-        // SAFETY: valid on this thread while its worker loop runs (`worker_ptr`).
-        return Some(unsafe { local.as_ref() }.handle());
+    if let Some(handle) = with_current_worker(|local| local.map(Local::handle)) {
+        return Some(handle);
     }
     entered()
 }
@@ -135,10 +136,8 @@ fn entered() -> Option<Handle> {
 /// `block_on` callers spread over them. The timers take it modulo their number of
 /// shards.
 pub(crate) fn timer_home() -> (Option<Handle>, usize) {
-    if let Some(local) = worker_in_its_runtime() {
-        // SAFETY: as in `current_handle`.
-        let local = unsafe { local.as_ref() };
-        return (Some(local.handle()), local.index());
+    if let Some(home) = with_current_worker(|local| local.map(|l| (l.handle(), l.index()))) {
+        return (Some(home.0), home.1);
     }
     (entered(), outside_shard())
 }
