@@ -462,6 +462,7 @@ pub mod __private {
     pub use crate::alt::macro_support::*;
     pub use crate::alt::{quick_pass, quick_recv};
     pub use crate::par::macro_support::*;
+    pub use crate::runtime::entry::run_main;
 }
 pub use chan::{
     ChannelEnd, Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, SendSink, Sender,

@@ -1,8 +1,9 @@
 //! Integration tests of `#[csp::test]` and `#[csp::main]`: the body runs on a runtime
 //! built with the requested worker count, test attributes compose, and a `main` shuts
-//! its runtime down without waiting for a detached process that never ends.
+//! its runtime down without waiting for a detached process that never ends, whether its
+//! body returns or panics.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 mod common;
 
@@ -92,4 +93,38 @@ fn main_runs_the_body_then_shuts_the_runtime_down() {
     assert_eq!(MAIN_WORKERS.load(Ordering::SeqCst), 3);
     // The shutdown dropped both detached processes.
     assert_eq!(MAIN_DROPS.load(Ordering::SeqCst), 2);
+}
+
+/// Set once `panicking_main`'s stuck process may return.
+static UNSTICK: AtomicBool = AtomicBool::new(false);
+/// Set once the stuck process is inside its poll.
+static STUCK: AtomicBool = AtomicBool::new(false);
+
+/// Leaves a detached process stuck in one poll, which holds its worker until
+/// [`UNSTICK`], then panics.
+#[csp::main(worker_threads = 2)]
+async fn panicking_main() {
+    csp::spawn(async {
+        STUCK.store(true, Ordering::SeqCst);
+        while !UNSTICK.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    });
+    while !STUCK.load(Ordering::SeqCst) {
+        csp::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    panic!("panicking_main failed");
+}
+
+#[test]
+fn a_main_that_panics_shuts_its_runtime_down_within_the_timeout() {
+    // Before, the runtime was dropped while the panic unwound, and a plain drop waits
+    // for every worker: the one stuck in the poll never came back.
+    let result = bounded(30, || std::panic::catch_unwind(panicking_main));
+    UNSTICK.store(true, Ordering::SeqCst);
+    let payload = result.expect_err("the body panicked");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"panicking_main failed")
+    );
 }

@@ -7,7 +7,7 @@
 //! the function itself does not fit.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -256,6 +256,11 @@ fn entry_point(kind: &Kind, config: &Config, function: ItemFn) -> TokenStream {
         mut sig,
         block,
     } = function;
+    // syn keeps the body's inner attributes (`#![allow(..)]`, `//!`) with the outer
+    // ones: they go back inside the body, at its head.
+    let (inner, outer): (Vec<_>, Vec<_>) = attrs
+        .into_iter()
+        .partition(|attr| matches!(attr.style, syn::AttrStyle::Inner(_)));
     sig.asyncness = None;
     let threads = config.worker_threads.map(|n| {
         let n = Literal::usize_unsuffixed(n);
@@ -280,23 +285,21 @@ fn entry_point(kind: &Kind, config: &Config, function: ItemFn) -> TokenStream {
         .map_or(block.brace_token.span.close(), Spanned::span);
     let output = Ident::new("__csp_output", Span::mixed_site().located_at(last));
     match kind {
-        Kind::Main => {
-            let rt = format_ident!("__csp_runtime", span = Span::mixed_site());
-            quote! {
-                #(#attrs)*
-                #vis #sig {
-                    let #rt = #runtime;
-                    let #output = #rt.block_on(async move #block);
-                    // A detached process that never ends must not hold up the exit.
-                    #rt.shutdown_timeout(::core::time::Duration::from_secs(1));
-                    #output
-                }
+        // The runtime shuts down with a bound whether the body returns or panics: a
+        // detached process that never ends must not hold up the exit (API.md).
+        Kind::Main => quote! {
+            #(#outer)*
+            #vis #sig {
+                #(#inner)*
+                let #output = ::csp::__private::run_main(#runtime, async move #block);
+                #output
             }
-        }
+        },
         Kind::Test => quote! {
             #[::core::prelude::v1::test]
-            #(#attrs)*
+            #(#outer)*
             #vis #sig {
+                #(#inner)*
                 let #output = #runtime.block_on(async move #block);
                 #output
             }

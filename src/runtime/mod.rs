@@ -10,7 +10,7 @@
 //! - `hooks.rs`: the user's thread start and stop hooks, run on every thread of a runtime,
 //!   and `tokio_context.rs` (feature `tokio`): a tokio runtime's context entered there;
 //! - `context.rs`: which runtime the current thread is in;
-//! - `block_on.rs`, `spawn.rs`: the entry points;
+//! - `block_on.rs`, `spawn.rs`: the entry points, and `entry.rs`: what `#[csp::main]` runs;
 //! - `metrics.rs`, `info.rs`, `groups.rs`: counters, process dumps, and the groups
 //!   (`JoinSet`s) processes belong to;
 //! - `deadlock.rs`, `deadlock_monitor.rs`: deadlock detection, and its reports for a
@@ -33,6 +33,7 @@ mod deadlock_monitor;
 mod default;
 #[cfg(feature = "io")]
 pub(crate) mod driver;
+pub(crate) mod entry;
 pub(crate) mod groups;
 mod handle;
 pub(crate) mod held;
