@@ -375,3 +375,80 @@ fn block_on_of_another_runtime_in_a_hook_puts_the_thread_in_that_runtime() {
         drop(b);
     });
 }
+
+#[test]
+fn a_process_woken_by_a_blocking_call_in_a_hook_runs_on_another_worker() {
+    // The blocking calls mark the thread as polling.
+    hook_waits_for_a_process(false);
+}
+
+#[test]
+fn a_process_woken_by_its_own_runtimes_block_on_in_a_hook_runs_on_another_worker() {
+    // `block_on` marks the thread as polling for the worker's own runtime.
+    hook_waits_for_a_process(true);
+}
+
+/// A start hook on one worker sends to a process of its own runtime, then waits for its
+/// answer, with the blocking channel calls or inside the runtime's `block_on`. The wake
+/// used to hand the process to the hooked worker's handoff slot, which only that
+/// worker's loop empties, and the loop waited for the hook: a hang. It goes to a queue
+/// the other worker takes from.
+fn hook_waits_for_a_process(through_block_on: bool) {
+    bounded(30, move || {
+        let (requests, incoming) = csp::channel::<csp::Sender<u32>>();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let go_rx = Mutex::new(Some(go_rx));
+        // The hook's way to its own runtime, for `block_on`: taken by the hook.
+        let itself: Arc<Mutex<Option<Arc<csp::Runtime>>>> = Arc::default();
+        let answered = Arc::new(Mutex::new(None));
+        let rt = {
+            let (itself, answered) = (itself.clone(), answered.clone());
+            Arc::new(
+                csp::Runtime::builder()
+                    .worker_threads(2)
+                    .on_thread_start(move || {
+                        // The first worker to start only.
+                        let Some(go) = go_rx.lock().unwrap().take() else {
+                            return;
+                        };
+                        go.recv().unwrap();
+                        let (reply, answer) = csp::channel();
+                        let answer = match itself.lock().unwrap().take() {
+                            Some(rt) => rt.block_on(async {
+                                requests.send(reply).await.unwrap();
+                                answer.recv().await
+                            }),
+                            None => {
+                                requests.send_blocking(reply).unwrap();
+                                answer.recv_blocking()
+                            }
+                        };
+                        *answered.lock().unwrap() = Some(answer);
+                    })
+                    .build()
+                    .unwrap(),
+            )
+        };
+        if through_block_on {
+            *itself.lock().unwrap() = Some(rt.clone());
+        }
+        let _server = rt.spawn(async move {
+            while let Ok(reply) = incoming.recv().await {
+                reply.send(7).await.unwrap();
+            }
+        });
+        // The server sleeps on its channel before the hook sends, so the send wakes it.
+        wait_until(20, "the server waits for a request", || {
+            rt.processes()
+                .iter()
+                .any(|p| p.state == csp::ProcessState::Sleeping)
+        });
+        go_tx.send(()).unwrap();
+        wait_until(20, "the hook's request was answered", || {
+            answered.lock().unwrap().is_some()
+        });
+        assert_eq!(answered.lock().unwrap().take(), Some(Ok(7)));
+        // The hook let go of its `Arc`: this is the last.
+        Arc::into_inner(rt).expect("the hook dropped its runtime");
+    });
+}

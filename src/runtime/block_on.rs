@@ -52,6 +52,8 @@ pub(crate) fn park_on<F: Future>(future: F) -> F::Output {
 /// polling meanwhile (so a nested blocking call panics instead of deadlocking), for the
 /// parker's runtime.
 fn run<F: Future>(parker: &Arc<Parker>, future: F, mut wait: impl FnMut(&Parker)) -> F::Output {
+    // On a worker's thread (in a thread hook), outside the worker's loop.
+    let _outside = context::outside_worker_loop();
     let waker = Parker::waker_ref(parker);
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);

@@ -7,6 +7,7 @@ use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
 
 use crate::runtime::Handle;
+use crate::runtime::shared::Shared;
 use crate::runtime::worker::Local;
 
 /// Set inside `block_on` and on blocking-pool threads.
@@ -19,8 +20,12 @@ const NOT_POLLING: u64 = u64::MAX;
 /// in one thread-local, so that reading any of them is one load, and a wake or a worker
 /// round that reads several finds them all through one address.
 struct Thread {
-    /// The worker whose loop runs on this thread, for the loop's lifetime.
+    /// The worker whose loop runs on this thread, for the loop's lifetime, save while
+    /// a thread hook runs a `block_on` or a blocking call ([`outside_worker_loop`]).
     worker: Cell<Option<NonNull<Local>>>,
+    /// The worker [`worker`](Thread::worker) would hold, set aside while a thread hook
+    /// runs a `block_on` or a blocking call (then `worker` is `None`).
+    set_aside: Cell<Option<NonNull<Local>>>,
     /// While csp polls a process or a `block_on` future (or a blocking call's) on this
     /// thread, the id of the runtime it belongs to (0: none); else [`NOT_POLLING`]. Read
     /// by every channel operation (`chan/home.rs`).
@@ -34,12 +39,6 @@ struct Thread {
     /// The id of the runtime whose blocking pool this thread serves (0: none), for its
     /// lifetime.
     pool_of: Cell<u64>,
-    /// [`ENTERED`] holds a runtime (a `block_on`, or a blocking-pool thread): on a
-    /// worker, whose own runtime is its loop's, that is another runtime's `block_on`
-    /// called from a thread hook, which puts the thread in that runtime meanwhile. A
-    /// mirror of `ENTERED`'s `is_some()`, kept by [`enter`] and its guard, so that a
-    /// spawn or a timer on a worker reads it in the same load as `worker`.
-    entered: Cell<bool>,
 }
 
 /// [`Thread::outside_shard`] before the thread's first timer.
@@ -49,11 +48,11 @@ impl Thread {
     const fn new() -> Thread {
         Thread {
             worker: Cell::new(None),
+            set_aside: Cell::new(None),
             polling: Cell::new(NOT_POLLING),
             buffered: Cell::new(0),
             outside_shard: Cell::new(NO_SHARD),
             pool_of: Cell::new(0),
-            entered: Cell::new(false),
         }
     }
 }
@@ -91,31 +90,58 @@ pub(crate) fn worker_ptr() -> Option<NonNull<Local>> {
     THREAD.try_with(|thread| thread.worker.get()).ok().flatten()
 }
 
-/// Calls `f` with the worker running on this thread if the thread is in that worker's
-/// runtime (not inside another runtime's `block_on`, [`Thread::entered`]).
-#[inline]
-pub(crate) fn with_current_worker<R>(f: impl FnOnce(Option<&Local>) -> R) -> R {
-    // SAFETY: as in `with_worker`.
-    f(worker_in_its_runtime().map(|ptr| unsafe { ptr.as_ref() }))
-}
-
-/// The worker running on this thread, unless the thread entered another runtime
-/// meanwhile ([`Thread::entered`]).
-#[inline]
-fn worker_in_its_runtime() -> Option<NonNull<Local>> {
+/// True on a thread that runs a worker loop of the runtime `shared` belongs to, even
+/// while a thread hook there runs a `block_on` or a blocking call.
+pub(crate) fn is_worker_thread_of(shared: &Shared) -> bool {
     THREAD
-        .try_with(|thread| match thread.entered.get() {
-            false => thread.worker.get(),
-            true => None,
-        })
+        .try_with(|thread| thread.worker.get().or(thread.set_aside.get()))
         .ok()
         .flatten()
+        // SAFETY: a worker on this thread's stack for as long as it is marked here
+        // (`WorkerGuard`), used only from this thread.
+        .is_some_and(|local| unsafe { local.as_ref() }.belongs_to(shared))
+}
+
+/// Sets this thread's worker aside while the guard lives: made by a `block_on` or a
+/// blocking call, which on a worker's thread runs only in a thread hook (inside a poll
+/// they panic), outside the worker's loop. The thread is then a plain one, or in the
+/// `block_on`'s runtime (API.md), whichever runtime that is: a spawn from there goes to
+/// a queue, never to the worker's own, and a wake never to its handoff slot, which only
+/// its loop empties (the hook may be waiting for that very process); a timer is armed
+/// in a drawn shard of that runtime's wheels.
+pub(crate) struct OutsideWorkerLoop {
+    worker: Option<NonNull<Local>>,
+}
+
+pub(crate) fn outside_worker_loop() -> OutsideWorkerLoop {
+    let worker = THREAD
+        .try_with(|thread| {
+            let worker = thread.worker.take();
+            if worker.is_some() {
+                thread.set_aside.set(worker);
+            }
+            worker
+        })
+        .ok()
+        .flatten();
+    OutsideWorkerLoop { worker }
+}
+
+impl Drop for OutsideWorkerLoop {
+    fn drop(&mut self) {
+        if let Some(worker) = self.worker {
+            let _ = THREAD.try_with(|thread| {
+                thread.set_aside.set(None);
+                thread.worker.set(Some(worker));
+            });
+        }
+    }
 }
 
 /// The handle of the runtime this thread is in: a worker's, or that of the `block_on`
-/// or blocking pool it is in (inside a thread hook, another runtime's `block_on` wins).
+/// or blocking pool it is in (inside a thread hook, a `block_on`'s runtime wins).
 pub(crate) fn current_handle() -> Option<Handle> {
-    if let Some(handle) = with_current_worker(|local| local.map(Local::handle)) {
+    if let Some(handle) = with_worker(|local| local.map(Local::handle)) {
         return Some(handle);
     }
     entered()
@@ -136,7 +162,7 @@ fn entered() -> Option<Handle> {
 /// `block_on` callers spread over them. The timers take it modulo their number of
 /// shards.
 pub(crate) fn timer_home() -> (Option<Handle>, usize) {
-    if let Some(home) = with_current_worker(|local| local.map(|l| (l.handle(), l.index()))) {
+    if let Some(home) = with_worker(|local| local.map(|l| (l.handle(), l.index()))) {
         return (Some(home.0), home.1);
     }
     (entered(), outside_shard())
@@ -248,16 +274,13 @@ pub(crate) struct EnterGuard {
 
 pub(crate) fn enter(handle: Handle) -> EnterGuard {
     let previous = ENTERED.with(|entered| entered.replace(Some(handle)));
-    THREAD.with(|thread| thread.entered.set(true));
     EnterGuard { previous }
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         let previous = self.previous.take();
-        let entered = previous.is_some();
         let _ = ENTERED.try_with(|slot| slot.replace(previous));
-        let _ = THREAD.try_with(|thread| thread.entered.set(entered));
     }
 }
 

@@ -196,8 +196,7 @@ impl Runtime {
             join_until(monitor, deadline);
         }
         let threads = std::mem::take(&mut self.threads);
-        let on_own_worker =
-            context::with_worker(|local| local.is_some_and(|l| l.belongs_to(shared)));
+        let on_own_worker = context::is_worker_thread_of(shared);
         if !on_own_worker && shared.wait_workers(deadline) {
             for thread in threads {
                 // A worker never panics (processes' panics are caught); if one did, the

@@ -34,7 +34,7 @@ where
 {
     let at = Location::caller();
     let mut future = Some(future);
-    let on_worker = context::with_current_worker(|local| {
+    let on_worker = context::with_worker(|local| {
         local.map(|local| {
             let future = future.take().expect("taken once");
             Shared::spawn(local.shared(), future, at)
