@@ -73,8 +73,10 @@ pub struct CancellationToken {
 }
 
 struct Node {
-    /// Closed when the token is cancelled; never holds a value.
-    chan: Chan<Infallible>,
+    /// Closed when the token is cancelled; never holds a value. Boxed, as a channel a
+    /// wait has enrolled in the census must not move (`wait/census.rs`), and a node
+    /// moves out of its `Arc` when its last child goes ([`Node`]'s `Drop`).
+    chan: Box<Chan<Infallible>>,
     /// The children made from this token; dead ones pruned as new ones are added.
     children: Mutex<Vec<Weak<Node>>>,
     /// Kept alive while this node lives, so that a token whose clones are all gone
@@ -99,7 +101,7 @@ impl Drop for Node {
 impl Node {
     fn new(chan: Chan<Infallible>, parent: Option<Arc<Node>>) -> Arc<Node> {
         Arc::new(Node {
-            chan,
+            chan: Box::new(chan),
             children: Mutex::new(Vec::new()),
             parent,
         })
@@ -357,6 +359,25 @@ mod tests {
         assert!(len <= 2 * kept.len() + 1, "{len} children listed, 10 alive");
         parent.cancel();
         assert!(kept.iter().all(CancellationToken::is_cancelled));
+    }
+
+    #[test]
+    fn a_node_moved_out_of_its_arc_leaves_its_channel_where_it_was() {
+        // A wait enrols the channel in the census by its address (`wait/census.rs`);
+        // `Node`'s drop moves a parent out of its `Arc`.
+        let token = CancellationToken::new();
+        let waker = std::task::Waker::noop();
+        let polled = std::pin::pin!(token.cancelled()).poll(&mut Context::from_waker(waker));
+        assert!(polled.is_pending());
+        let at: *const Chan<Infallible> = token.chan();
+        let node = Arc::try_unwrap(token.node)
+            .ok()
+            .expect("the only reference");
+        assert_eq!(
+            std::ptr::from_ref::<Chan<Infallible>>(&node.chan),
+            at,
+            "the channel moved with its node, away from where the census points"
+        );
     }
 
     #[test]

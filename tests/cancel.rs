@@ -7,6 +7,8 @@ mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::{Counter, bounded, panic_message, poll_noop, runtime, scaled, wait_until};
@@ -342,4 +344,45 @@ fn a_token_marked_foreign_is_never_a_deadlock_while_a_thread_may_cancel_it() {
         });
         handler.join().unwrap();
     });
+}
+
+#[test]
+fn tokens_dropped_while_the_wait_graph_is_drawn_leave_the_census_no_dangling_channel() {
+    // A wait enrols its token's channel in the census, which the wait graph walks, by
+    // address. When a child token that alone kept its parent alive goes, the parent's
+    // node is moved out of its `Arc` and that memory freed before the channel leaves the
+    // census: a drawing in between read freed memory (AddressSanitizer and valgrind
+    // report it; without them it may pass by luck). The channel is boxed now.
+    bounded(120, || {
+        let rt = runtime(1, "census");
+        let handle = rt.handle();
+        // Many enrolled channels make each drawing long, so drops land inside one.
+        let kept: Vec<_> = (0..scaled(300usize))
+            .map(|_| enrolled(csp::CancellationToken::new()))
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let drawer = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = handle.wait_graph();
+                }
+            }
+        });
+        for _ in 0..scaled(3_000usize) {
+            let root = enrolled(csp::CancellationToken::new());
+            let child = root.child_token();
+            drop(root);
+            drop(child);
+        }
+        stop.store(true, Ordering::Relaxed);
+        drawer.join().unwrap();
+        drop(kept);
+    });
+}
+
+/// `token`, its channel enrolled in the census by a wait that was polled once.
+fn enrolled(token: csp::CancellationToken) -> csp::CancellationToken {
+    assert!(poll_noop(pin!(token.cancelled())).is_pending());
+    token
 }

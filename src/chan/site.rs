@@ -47,7 +47,7 @@ impl<T> Chan<T> {
     pub(crate) fn enrol(&self) {
         // SAFETY: the enrolment is the channel's first field, made with its id; `Chan`
         // has no `Drop` of its own, and lives in the `Arc` that `chan::pair` makes for
-        // it from creation to drop.
+        // it, or in a cancellation token's `Box` (`cancel.rs`), from creation to drop.
         unsafe { self.enrolment.join(self) }
     }
 

@@ -136,8 +136,9 @@ impl Enrolment {
     /// `self` is a field of `site`, declared before every field that `site`'s methods
     /// read, so that it drops (and leaves the census) before they do; `site` has no
     /// `Drop` of its own (which would run before its fields drop, while still enrolled),
-    /// and does not move while enrolled (it lives in its `Arc` from creation to drop);
-    /// and `site`'s id is the one `self` was made with.
+    /// and does not move while enrolled (it lives in its `Arc`, or a cancellation
+    /// token's `Box`, from creation to drop); and `site`'s id is the one `self` was made
+    /// with.
     #[inline]
     pub(crate) unsafe fn join(&self, site: &dyn Site) {
         // Relaxed: set once, under the census lock, and re-checked there.
