@@ -262,6 +262,30 @@ fn not_while_blocking_work_runs() {
     });
 }
 
+#[test]
+fn not_while_blocking_work_drops_what_it_returned() {
+    // A blocking task whose handle is gone drops its output itself, after it has left
+    // the registry: a scan of the processes then found every one asleep and none of
+    // them blocking work, and reported a deadlock while that drop was about to close
+    // the channel the process waits on.
+    struct SendsOnDrop(Option<csp::Sender<u8>>);
+    impl Drop for SendsOnDrop {
+        fn drop(&mut self) {
+            std::thread::sleep(QUIET);
+            let tx = self.0.take().unwrap();
+            tx.send_blocking(1).unwrap();
+        }
+    }
+    bounded(20, || {
+        completes(async {
+            let (tx, rx) = csp::channel::<u8>();
+            let waiter = csp::spawn(async move { rx.recv().await });
+            drop(csp::spawn_blocking(move || SendsOnDrop(Some(tx))));
+            assert_eq!(waiter.await.unwrap(), Ok(1));
+        });
+    });
+}
+
 /// A plain thread that, after a quiet spell, sends `values` on `tx` (blocking).
 fn send_later(tx: csp::Sender<u8>, values: &'static [u8]) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {

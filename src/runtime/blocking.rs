@@ -60,6 +60,9 @@ struct PoolState {
     /// Entries sent while every thread was busy and the pool at its size limit: the
     /// next threads to finish take them instead of counting as idle.
     queued: usize,
+    /// Entries submitted whose run has not returned yet: the closure ran, its output
+    /// (if nobody will read it) dropped, and what either woke is queued by then.
+    unfinished: usize,
     shutdown: bool,
     spawned: usize,
 }
@@ -74,6 +77,7 @@ impl BlockingPool {
                 threads: 0,
                 idle: 0,
                 queued: 0,
+                unfinished: 0,
                 shutdown: false,
                 spawned: 0,
             }),
@@ -102,6 +106,7 @@ impl BlockingPool {
             state.queued += 1;
             None
         };
+        state.unfinished += 1;
         // Sent under the lock (an unbounded send never blocks), so that `shutdown`,
         // which drains the channel under this lock, cannot miss it.
         self.sender
@@ -129,6 +134,7 @@ impl BlockingPool {
                 Ok(Some(entry)) => {
                     entry.run();
                     let mut state = self.state.lock();
+                    state.unfinished -= 1;
                     if state.queued > 0 {
                         // An entry sent with no thread to take it is waiting: this one will.
                         state.queued -= 1;
@@ -170,12 +176,21 @@ impl BlockingPool {
             state.shutdown = true;
             // Under the lock: every submitted entry is in the channel by now.
             let stale: Vec<_> = self.receiver.try_iter().collect();
+            state.unfinished -= stale.iter().flatten().count();
             (state.threads, stale)
         };
         drop(stale);
         for _ in 0..threads {
             let _ = self.sender.send(None);
         }
+    }
+
+    /// True while a blocking task runs or waits to (deadlock detection: it may still
+    /// wake a process or close a channel, even after it left the registry, as it drops
+    /// an output nobody reads). Once false, everything such a task did is visible to the
+    /// caller, through the state lock that the task's thread took after its run.
+    pub(crate) fn has_unfinished_work(&self) -> bool {
+        self.state.lock().unfinished > 0
     }
 
     /// Waits until every pool thread has exited or `deadline` passes; but for the

@@ -6,8 +6,9 @@
 //! - the `block_on` thread stayed parked for the grace period and the runtime ran no
 //!   poll meanwhile (the per-worker poll counters did not move);
 //! - every worker is asleep and no run queue holds work; no timer is armed or being
-//!   fired; no blocking-pool task is alive; this is the only `block_on` future of the runtime
-//!   (the others would be invisible);
+//!   fired; no blocking-pool task is alive or still finishing (dropping an output nobody
+//!   reads, after it left the registry); this is the only `block_on` future of the
+//!   runtime (the others would be invisible);
 //! - each process is `Sleeping`, none of its waker clones is held outside csp (the
 //!   state word's foreign waker count), and its last poll recorded a wait that only this
 //!   runtime can complete: a channel that is not foreign, or a join of a process of this
@@ -85,6 +86,9 @@ impl Shared {
         // Relaxed: see `MainFuture::drop`.
         if self.main_futures.load(Ordering::Relaxed) != usize::from(main.is_some())
             || self.is_shutdown()
+            // Before the looks at the queues: what a finished blocking task woke is
+            // in one by now (`BlockingPool::has_unfinished_work`).
+            || self.blocking().has_unfinished_work()
             || self.activity() != activity_before
             || !self.idle().all_asleep()
             || self.has_work()
