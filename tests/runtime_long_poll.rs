@@ -1,6 +1,7 @@
 //! A poll that blocks its worker strands no one: what it woke into its worker's handoff
 //! slot (and what it pushed out of the slot) is taken over by the runtime's watchdog and
-//! run by another worker while the poll still blocks (`src/runtime/held.rs`).
+//! run by another worker while the poll still blocks (`src/runtime/held.rs`), and what
+//! waits in the worker's own queue is stolen by a worker the watchdog wakes.
 //!
 //! The blocking polls here end only when the processes they woke have run, or after a
 //! timeout far beyond the watchdog's 5 ms: a process still held when the poll ends fails
@@ -95,6 +96,55 @@ fn processes_pushed_out_of_the_slot_by_a_poll_that_blocks_run_meanwhile() {
         );
         for receiver in receivers {
             rt.block_on(receiver).unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_process_that_yielded_before_a_poll_that_blocks_runs_on_another_worker_meanwhile() {
+    // A process that yielded rests on its worker, `Yielding`; once the next poll ends,
+    // it goes to the back of that worker's queue, and nobody is woken for it (the
+    // worker is busy with exactly this work). Should the poll after that block, it sat
+    // there, stealable but with every other worker asleep, until the poll ended: the
+    // watchdog now wakes a worker for a queue behind a long poll.
+    bounded(60, || {
+        let rt = runtime();
+        for round in 0..5 {
+            let (to_passer, passer_rx) = csp::channel::<()>();
+            let (to_blocker, blocker_rx) = csp::channel::<()>();
+            let (hold, held) = csp::channel::<()>();
+            let (ran_tx, ran_rx) = mpsc::channel();
+            let blocker = rt.spawn(async move {
+                blocker_rx.recv().await.unwrap();
+                // Runs right after the passer, on the same worker, and blocks it until
+                // the yielder has run again.
+                ran_rx.recv_timeout(PATIENCE)
+            });
+            let passer = rt.spawn(async move {
+                passer_rx.recv().await.unwrap();
+                to_blocker.send(()).await.unwrap();
+                // Rests after this poll, so the yielder's put-off transition is made
+                // as the poll ends.
+                let _ = held.recv().await;
+            });
+            wait_until_waiting(&rt, blocker.id());
+            wait_until_waiting(&rt, passer.id());
+            let yielder = rt.spawn(async move {
+                // Long enough for the other worker, woken for this spawn, to find no
+                // more work and sleep again.
+                thread::sleep(Duration::from_millis(50));
+                to_passer.send(()).await.unwrap();
+                csp::yield_now().await;
+                ran_tx.send(()).unwrap();
+            });
+            let ran = rt.block_on(blocker).unwrap();
+            assert!(
+                ran.is_ok(),
+                "round {round}: the process that yielded waited for the blocking poll"
+            );
+            rt.block_on(yielder).unwrap();
+            drop(hold);
+            rt.block_on(passer).unwrap();
         }
     });
 }

@@ -7,7 +7,8 @@
 //! in one poll for at least that long, and its slots are taken over. The processes go
 //! to the injector, and one parked worker is woken to run them; a resting process makes
 //! its put-off transition here (re-queued if a wake came meanwhile, its future dropped
-//! if it was cancelled). A poll that goes on running is looked at again a period later:
+//! if it was cancelled). A parked worker is woken too for what waits in the stuck
+//! worker's own queue, which thieves can take but nobody may have been woken for. A poll that goes on running is looked at again a period later:
 //! what it woke meanwhile waits at most that long.
 //!
 //! The period is a trade: on the 2-core machine the tables come from, its looks alone
@@ -79,6 +80,12 @@ fn look(shared: &Arc<Shared>, seen: &mut [Seen], now: Instant) {
                 #[cfg(feature = "console")]
                 log(shared, index, word >> 1, &slots);
                 rehome(shared, slots);
+            }
+            // The worker's queue is stealable, but a process put there with nobody
+            // woken for it (one that yielded, re-queued as the next poll ended) would
+            // wait for this poll while the other workers sleep.
+            if !shared.stealers()[index].is_empty() {
+                shared.idle().notify_work();
             }
         }
     }
