@@ -140,20 +140,34 @@ mod imp {
             false
         }
 
-        /// The costly side: a full barrier on every running thread of the process.
-        /// Only after [`available`] said true.
+        /// The costly side: a full barrier on every running thread of the process;
+        /// false if it failed (a seccomp filter installed after [`available`] said
+        /// true), when the caller must act as if no heavy fence existed. Only after
+        /// [`available`] said true.
         #[cfg(target_os = "linux")]
-        pub(crate) fn heavy() {
+        #[must_use]
+        pub(crate) fn heavy() -> bool {
+            #[cfg(test)]
+            if FAIL_NEXT_HEAVY.with(|fail| fail.replace(false)) {
+                return false;
+            }
             // SAFETY: as in `available`.
             let done = unsafe {
                 libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)
             };
-            assert_eq!(done, 0, "membarrier failed after registering");
+            done == 0
+        }
+
+        #[cfg(all(test, target_os = "linux"))]
+        std::thread_local! {
+            /// Makes this thread's next [`heavy`] fail, as a forbidden `membarrier` does.
+            pub(crate) static FAIL_NEXT_HEAVY: std::cell::Cell<bool> =
+                const { std::cell::Cell::new(false) };
         }
 
         /// Never called: [`available`] is false.
         #[cfg(not(target_os = "linux"))]
-        pub(crate) fn heavy() {
+        pub(crate) fn heavy() -> bool {
             unreachable!("no heavy fence on this platform")
         }
 
@@ -261,8 +275,9 @@ mod imp {
             true
         }
 
-        pub(crate) fn heavy() {
+        pub(crate) fn heavy() -> bool {
             loom::sync::atomic::fence(loom::sync::atomic::Ordering::SeqCst);
+            true
         }
     }
 }

@@ -225,10 +225,11 @@ impl Held {
         {
             return None;
         }
-        asymmetric::heavy();
+        // Without the heavy fence (it failed), nothing stops the owner: let go.
+        let fenced = asymmetric::heavy();
         // Acquire: the owner's writes to the slots, published by its `Release` store of
         // this word, happen before what follows.
-        let taken = if self.word.load(Ordering::Acquire) == observed {
+        let taken = if fenced && self.word.load(Ordering::Acquire) == observed {
             // SAFETY: the gate is shut for the owner (module docs) and `taken` excludes
             // every other taker.
             Some(self.slots.with_mut(|slots| {
@@ -245,5 +246,31 @@ impl Held {
         // Release: what was done to the slots happens before the owner's next gate.
         self.taken.store(false, Ordering::Release);
         taken
+    }
+}
+
+#[cfg(all(test, not(loom), target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_take_whose_heavy_fence_fails_takes_nothing_and_leaves_the_gate_open() {
+        let held = Held::new(0);
+        held.begin_poll();
+        let word = held.observe();
+        crate::loom::asymmetric::FAIL_NEXT_HEAVY.with(|fail| fail.set(true));
+        assert!(held.try_take(word).is_none());
+        // The owner's gate opens (were `taken` left set, `end_poll` would spin for
+        // ever), and a later take, its fence passed, takes the slots.
+        let gate = held.enter();
+        assert!(gate.is_open(), "the failed take kept the slots");
+        held.leave(gate);
+        held.end_poll();
+        held.begin_poll();
+        let word = held.observe();
+        if crate::loom::asymmetric::available() {
+            assert!(held.try_take(word).is_some());
+        }
+        held.end_poll();
     }
 }
