@@ -313,6 +313,11 @@ pub use csp_macros::prialt;
 /// # });
 /// ```
 ///
+/// `FUTURE` is evaluated once per item, inside a loop of `par!`'s own: an unlabelled
+/// `break` or `continue` there that no loop inside `FUTURE` takes is a compile error
+/// (it would act on that loop, not on yours); a labelled one leaves `par!` for your
+/// loop, aborting the branches spawned so far, as `?` there does.
+///
 /// `par!` awaits, so it goes inside `async` code. Each branch is evaluated and
 /// [`spawn`]ed in written order, on the current runtime (or the default one), so it must
 /// be `Send + 'static`: move what it needs into it (`futures::join!` joins futures that

@@ -83,6 +83,7 @@ fn parse_replicated(input: ParseStream<'_>) -> syn::Result<Par> {
         ));
     }
     let body: Expr = input.parse()?;
+    reject_loop_exits(&body)?;
     input.parse::<Option<Token![,]>>()?;
     if !input.is_empty() {
         return Err(input.error(format!(
@@ -91,6 +92,64 @@ fn parse_replicated(input: ParseStream<'_>) -> syn::Result<Par> {
         )));
     }
     Ok(Par::Replicated(Box::new(Replicated { pat, iter, body })))
+}
+
+/// Rejects an unlabelled `break` or `continue` in the replicated form's `FUTURE` that no
+/// loop inside `FUTURE` takes: `FUTURE` is evaluated inside par!'s own loop over the
+/// items, which would take it, silently, rather than the caller's loop. A labelled one
+/// leaves par! for the caller's loop, which drops (and so aborts) the branches spawned
+/// so far, as `?` or `return` there do: allowed.
+fn reject_loop_exits(body: &Expr) -> syn::Result<()> {
+    let mut finder = LoopExits::default();
+    syn::visit::Visit::visit_expr(&mut finder, body);
+    match finder.first {
+        Some(span) => Err(syn::Error::new(
+            span,
+            format!(
+                "this `break` or `continue` would act on par!'s own loop over the items, \
+                 not on yours: `{REPLICATED}` evaluates FUTURE inside it. Give your loop a \
+                 label (`'outer: loop`, then `break 'outer`), or decide before par!"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Finds the first unlabelled `break` or `continue` outside every loop, closure, async
+/// block and item of an expression.
+#[derive(Default)]
+struct LoopExits {
+    first: Option<Span>,
+}
+
+impl<'ast> syn::visit::Visit<'ast> for LoopExits {
+    fn visit_expr_break(&mut self, node: &'ast syn::ExprBreak) {
+        if node.label.is_none() {
+            self.first.get_or_insert(node.span());
+        }
+        syn::visit::visit_expr_break(self, node);
+    }
+
+    fn visit_expr_continue(&mut self, node: &'ast syn::ExprContinue) {
+        if node.label.is_none() {
+            self.first.get_or_insert(node.span());
+        }
+    }
+
+    // Inside these, an unlabelled exit is theirs (or an error of its own).
+    fn visit_expr_loop(&mut self, _: &'ast syn::ExprLoop) {}
+    fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+    fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
+
+    // A `while` condition and a `for` iterator are outside their loop's body.
+    fn visit_expr_while(&mut self, node: &'ast syn::ExprWhile) {
+        self.visit_expr(&node.cond);
+    }
+
+    fn visit_expr_for_loop(&mut self, node: &'ast syn::ExprForLoop) {
+        self.visit_expr(&node.expr);
+    }
 }
 
 /// Which macro: what fails a branch, and what the join evaluates to.

@@ -1,6 +1,7 @@
 // Every documented form of `par!` and `try_par!`: tuples of any length (trailing comma
 // optional), branches of any `Send + 'static` future type, and the replicated form with
-// a pattern, over any `IntoIterator`; `try_par!` with `?`.
+// a pattern, over any `IntoIterator`, with loops of its own or labelled exits in the
+// future expression; `try_par!` with `?`.
 async fn double(x: u32) -> u32 {
     x * 2
 }
@@ -16,7 +17,29 @@ async fn forms() {
         for (i, s) in vec![(1, "a"), (2, "b")] => async move { i + s.len() as u32 },
     );
     let doubled: Vec<u32> = csp::par!(for i in [1, 2, 3] => double(i));
-    let _ = (a, b, c, d, e, f, squares, pairs, doubled);
+    // `break` and `continue` of a loop inside the future expression, or labelled.
+    let found: Vec<u32> = csp::par!(for i in 0..2u32 => {
+        let mut n = i;
+        while n < 10 {
+            n += 3;
+            if n % 2 == 0 {
+                continue;
+            }
+            break;
+        }
+        async move { n }
+    });
+    let mut rounds = 0;
+    'rounds: loop {
+        rounds += 1;
+        let _: Vec<u32> = csp::par!(for i in 0..2u32 => {
+            if rounds > 1 {
+                break 'rounds;
+            }
+            async move { i }
+        });
+    }
+    let _ = (a, b, c, d, e, f, squares, pairs, doubled, found);
 }
 
 async fn checked(x: u32) -> Result<u32, String> {
