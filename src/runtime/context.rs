@@ -98,7 +98,8 @@ pub(crate) fn is_worker_thread_of(shared: &Shared) -> bool {
         .ok()
         .flatten()
         // SAFETY: a worker on this thread's stack for as long as it is marked here
-        // (`WorkerGuard`), used only from this thread.
+        // (`WorkerGuard`, inside whose life it is only ever set aside), used only
+        // from this thread.
         .is_some_and(|local| unsafe { local.as_ref() }.belongs_to(shared))
 }
 
@@ -113,6 +114,8 @@ pub(crate) struct OutsideWorkerLoop {
     worker: Option<NonNull<Local>>,
 }
 
+/// Sets this thread's worker, if it has one, aside until the guard drops
+/// ([`OutsideWorkerLoop`]).
 pub(crate) fn outside_worker_loop() -> OutsideWorkerLoop {
     let worker = THREAD
         .try_with(|thread| {
