@@ -323,47 +323,80 @@ pub use csp_macros::prialt;
 /// be `Send + 'static`: move what it needs into it (`futures::join!` joins futures that
 /// borrow, inside one process). The process of a branch is `spawned_at` the branch.
 ///
-/// The first branch to panic fails the whole `par!` at once: every other branch still
-/// running is aborted (as [`JoinHandle::abort`] does), and once each has ended, its
-/// future dropped, `par!` resumes that panic, the first in time: a later one, often a
+/// A branch that panics stops no other: `par!` still waits for every branch to end,
+/// then resumes in the caller the panic of the first panicking branch in written order
+/// (as [`std::thread::scope`] waits for its threads); the other panics are dropped.
+/// Outputs of branches that completed are dropped before the panic is resumed (a panic
+/// of such a drop is reported by the panic hook and goes no further). (A branch
+/// cancelled because its runtime is shutting down, with no branch failed, makes `par!`
+/// panic with a message that says so.)
+///
+/// ```
+/// # csp::block_on(async {
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use futures::FutureExt;
+///
+/// let finished = Arc::new(AtomicBool::new(false));
+/// let par = {
+///     let finished = finished.clone();
+///     async move {
+///         csp::par!(
+///             async {
+///                 csp::sleep(Duration::from_millis(20)).await;
+///                 panic!("first in written order");
+///             },
+///             async { panic!("first in time") },
+///             async move {
+///                 csp::sleep(Duration::from_millis(40)).await;
+///                 finished.store(true, Ordering::SeqCst);
+///             },
+///         )
+///     }
+/// };
+/// let payload = std::panic::AssertUnwindSafe(par).catch_unwind().await.unwrap_err();
+/// assert_eq!(*payload.downcast::<&str>().unwrap(), "first in written order");
+/// assert!(finished.load(Ordering::SeqCst)); // waited for, not aborted
+/// # });
+/// ```
+///
+/// So a branch that waits for a peer that panicked waits for ever (deadlock detection
+/// reports it): to stop the others at the first failure, use [`try_par!`], which fails
+/// fast on a panic or an `Err`.
+///
+/// Dropping the future that contains a pending `par!` aborts every branch still running:
+/// their futures are dropped.
+pub use csp_macros::par;
+
+/// As [`par!`], for branches that return `Result<_, E>` (one `E` for all): evaluates to
+/// `Ok` of the outputs, or to the first error, and fails fast. The first branch to fail,
+/// by returning `Err` or by panicking, has every other branch still running aborted (as
+/// [`JoinHandle::abort`] does); once each has ended, its future dropped, `try_par!`
+/// returns that `Err` (or resumes that panic), the first in time: a later one, often a
 /// consequence (a branch that finds its peers aborted and unwraps a failed send), never
-/// replaces it. Outputs of branches that had completed are dropped before the panic is
-/// resumed (a panic of such a drop is reported by the panic hook and goes no further). A
-/// branch caught in a long poll ends when that poll returns. (A branch cancelled because
-/// its runtime is shutting down, with no branch failed, makes `par!` panic with a
-/// message that says so.)
+/// replaces it. A branch caught in a long poll ends when that poll returns. The role of
+/// tokio's `try_join!` and Go's `errgroup`, with the branches as parallel processes.
 ///
 /// ```
 /// # csp::block_on(async {
 /// // A pool of four workers; one fails at item 10, the others would wait forever.
 /// let (_keep_open, rx) = csp::channel::<u32>();
-/// let failed = csp::spawn(async move {
-///     csp::par!(for worker in 0..4 => {
-///         let rx = rx.clone();
-///         async move {
-///             if worker == 2 {
-///                 panic!("item 10 is malformed");
-///             }
-///             while let Ok(_item) = rx.recv().await {} // never ends on its own
+/// let failed = csp::try_par!(for worker in 0..4 => {
+///     let rx = rx.clone();
+///     async move {
+///         if worker == 2 {
+///             return Err("item 10 is malformed");
 ///         }
-///     })
+///         while let Ok(_item) = rx.recv().await {} // never ends on its own
+///         Ok(())
+///     }
 /// });
-/// let payload = failed.await.unwrap_err().into_panic();
-/// assert_eq!(*payload.downcast::<&str>().unwrap(), "item 10 is malformed");
+/// assert_eq!(failed, Err("item 10 is malformed"));
 /// # });
 /// ```
 ///
-/// Dropping the future that contains a pending `par!` aborts every branch still running:
-/// their futures are dropped. For branches that return `Result`, [`try_par!`] fails on
-/// the first `Err` too.
-pub use csp_macros::par;
-
-/// As [`par!`], for branches that return `Result<_, E>` (one `E` for all): evaluates to
-/// `Ok` of the outputs, or to the first error. The first branch to fail, by returning
-/// `Err` or by panicking, has every other branch still running aborted; once each has
-/// ended, its future dropped, `try_par!` returns that `Err` (or resumes that panic). The
-/// role of tokio's `try_join!` and Go's `errgroup`, with the branches as parallel
-/// processes.
+/// The tuple form, and the outputs when every branch succeeds:
 ///
 /// ```
 /// # csp::block_on(async {

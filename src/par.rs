@@ -2,16 +2,24 @@
 //!
 //! The macros spawn each branch as a process running a [`ParTask`], the branch's future
 //! wrapped to report a failure (a panic, or for `try_par!` an `Err`) to the branches'
-//! shared [`ParGroup`] the moment it happens, and keep its `JoinHandle` in a
-//! [`ParBranch`], which aborts the process if it is dropped before the process ends.
-//! A [`ParJoin`] owns the branches (a nested tuple of them for `par!(a, b, ..)`, a `Vec`
-//! for the replicated form) and awaits them one after the other, in written order: it
-//! must wait for every branch anyway, and waiting on one at a time costs O(n) polls for
-//! the whole join, with a single waker registered in a branch at a time and nothing
-//! allocated while waiting. The group holds the join's waker too, so a failure of any
-//! branch wakes the join at once: it aborts every branch still running, waits until
-//! each has ended (its future dropped), and then resumes the panic or returns the error.
-//! Once every branch has completed it hands out the outputs in order.
+//! shared [`ParGroup`] the moment it happens, with the branch's place in written order,
+//! and keep its `JoinHandle` in a [`ParBranch`], which aborts the process if it is
+//! dropped before the process ends. A [`ParJoin`] owns the branches (a nested tuple of
+//! them for `par!(a, b, ..)`, a `Vec` for the replicated form) and awaits them one after
+//! the other, in written order: it must wait for every branch anyway, and waiting on one
+//! at a time costs O(n) polls for the whole join, with a single waker registered in a
+//! branch at a time and nothing allocated while waiting.
+//!
+//! What a failure does depends on the macro:
+//! - `par!` (API.md): a panic stops nothing. The join waits for every branch to end,
+//!   then resumes the panic of the first panicking branch in written order; the group
+//!   keeps that one, whichever came first in time.
+//! - `try_par!` fails fast (DESIGN.md): the first failure in time, a panic or an `Err`,
+//!   wakes the join at once (the group holds its waker), which aborts every branch still
+//!   running, waits until each has ended (its future dropped), and then resumes the
+//!   panic or returns the error.
+//!
+//! Once every branch has completed the join hands out the outputs in order.
 
 use std::convert::Infallible;
 use std::fmt;
@@ -21,7 +29,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker, ready};
 
-use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::task::JoinError;
 use crate::task::panic::{catching, discard, drop_foreign};
@@ -35,22 +43,30 @@ enum Failure<E> {
     Err(E),
 }
 
-/// What the branches of one `par!` or `try_par!` share with its join: the first
-/// failure, and the join's waker. `E` is the branches' error type (`Infallible` for
+/// What the branches of one `par!` or `try_par!` share with its join: the failure to
+/// hand on, and the join's waker. `E` is the branches' error type (`Infallible` for
 /// `par!`).
 pub struct ParGroup<E> {
     shared: Arc<Group<E>>,
 }
 
 struct Group<E> {
-    /// Set once, with the first failure stored: lets the join's polls skip the lock.
+    /// Set once, with a failure that stops the other branches (`try_par!`'s): lets the
+    /// join's polls skip the lock.
     failed: AtomicBool,
+    /// Branches spawned so far: the next one's place in written order (the macros
+    /// spawn them in that order, on one thread).
+    spawned: AtomicUsize,
     state: Mutex<GroupState<E>>,
 }
 
 struct GroupState<E> {
-    /// The first failure, until the join takes it.
-    failure: Option<Failure<E>>,
+    /// The failure to hand on, with its branch's place in written order, until the
+    /// join takes it: the first in time for `try_par!`, the first in written order for
+    /// `par!`.
+    failure: Option<(usize, Failure<E>)>,
+    /// A failure that stops the other branches was stored (`try_par!`).
+    aborting: bool,
     /// The join's waker, from its latest poll.
     join: Option<ForeignWaker>,
 }
@@ -59,7 +75,7 @@ impl<E> Drop for GroupState<E> {
     /// A failure the join never took (it was dropped first) goes with the group, which
     /// may go in the `Drop` of a join whose owner is unwinding (`drop_failure`).
     fn drop(&mut self) {
-        if let Some(failure) = self.failure.take() {
+        if let Some((_, failure)) = self.failure.take() {
             drop_failure(failure);
         }
     }
@@ -82,8 +98,10 @@ impl<E> ParGroup<E> {
         ParGroup {
             shared: Arc::new(Group {
                 failed: AtomicBool::new(false),
+                spawned: AtomicUsize::new(0),
                 state: Mutex::new(GroupState {
                     failure: None,
+                    aborting: false,
                     join: None,
                 }),
             }),
@@ -92,27 +110,44 @@ impl<E> ParGroup<E> {
 }
 
 impl<E> Group<E> {
-    /// Records `failure` if it is the first, and wakes the join.
-    fn fail(&self, failure: Failure<E>) {
+    /// Records `failure` of branch `index`. One that `aborts` (`try_par!`'s) is kept if
+    /// it is the first in time, and wakes the join, which stops the other branches; any
+    /// other (a `par!` branch's panic) is kept if no branch before it in written order
+    /// failed, and stops nothing.
+    fn fail(&self, index: usize, failure: Failure<E>, aborts: bool) {
         let mut state = self.state.lock();
-        if state.failure.is_some() {
+        let keep = match &state.failure {
+            None => true,
+            Some((kept, _)) => !aborts && index < *kept,
+        };
+        if !keep {
             drop(state);
-            // A later failure is dropped, outside the lock: its `Drop` is user code.
+            // A failure not handed on is dropped, outside the lock: its `Drop` is user
+            // code.
             drop_failure(failure);
             return;
         }
-        state.failure = Some(failure);
-        // Release: the join that reads `true` then locks, and finds the failure anyway;
-        // the flag only spares its polls the lock while nothing has failed.
-        self.failed.store(true, Ordering::Release);
-        let join = state.join.take();
+        let replaced = state.failure.replace((index, failure));
+        let join = if aborts {
+            state.aborting = true;
+            // Release: the join that reads `true` then locks, and finds the failure
+            // anyway; the flag only spares its polls the lock while nothing has failed.
+            self.failed.store(true, Ordering::Release);
+            state.join.take()
+        } else {
+            None
+        };
         drop(state);
+        if let Some((_, replaced)) = replaced {
+            drop_failure(replaced);
+        }
         if let Some(join) = join {
             join.wake();
         }
     }
 
-    /// Whether a branch has failed; if none has, `waker` is woken when one does.
+    /// Whether a branch has failed so as to stop the others; if none has, `waker` is
+    /// woken when one does.
     ///
     /// The waker is kept as csp's own reference when it is a process's or a `block_on`
     /// future's (`wait/join.rs`), so that deadlock detection still sees the join's owner
@@ -126,7 +161,7 @@ impl<E> Group<E> {
         }
         {
             let state = self.state.lock();
-            if state.failure.is_some() {
+            if state.aborting {
                 return true;
             }
             if state
@@ -140,18 +175,18 @@ impl<E> Group<E> {
         let new = ForeignWaker::new(internal_clone(waker));
         let (failed, old) = {
             let mut state = self.state.lock();
-            match state.failure {
-                Some(_) => (true, Some(new)),
-                None => (false, state.join.replace(new)),
+            match state.aborting {
+                true => (true, Some(new)),
+                false => (false, state.join.replace(new)),
             }
         };
         drop(old);
         failed
     }
 
-    /// The first failure, once.
+    /// The failure to hand on, once.
     fn take_failure(&self) -> Option<Failure<E>> {
-        self.state.lock().failure.take()
+        self.state.lock().failure.take().map(|(_, failure)| failure)
     }
 }
 
@@ -167,6 +202,9 @@ pub trait ParKind<O> {
     type Value;
     /// The failure that cancels the other branches.
     type Error;
+    /// Whether a panic cancels the other branches (`try_par!`), or waits for them to
+    /// end and is handed on in written order (`par!`, API.md).
+    const PANIC_ABORTS: bool;
 
     /// The value, or the failure.
     fn split(output: O) -> Result<Self::Value, Self::Error>;
@@ -179,6 +217,7 @@ pub enum All {}
 impl<O> ParKind<O> for All {
     type Value = O;
     type Error = Infallible;
+    const PANIC_ABORTS: bool = false;
 
     #[inline]
     fn split(output: O) -> Result<O, Infallible> {
@@ -193,6 +232,7 @@ pub enum Try {}
 impl<T, E> ParKind<Result<T, E>> for Try {
     type Value = T;
     type Error = E;
+    const PANIC_ABORTS: bool = true;
 
     #[inline]
     fn split(output: Result<T, E>) -> Result<T, E> {
@@ -209,6 +249,8 @@ where
     /// Pinned with the task; dropped in place by `Drop`, exactly once.
     future: ManuallyDrop<F>,
     group: Arc<Group<K::Error>>,
+    /// The branch's place in written order.
+    index: usize,
 }
 
 impl<F, K> Future for ParTask<F, K>
@@ -224,19 +266,21 @@ where
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: as above.
         let future = unsafe { Pin::new_unchecked(&mut *this.future) };
-        // A panic is caught here, not by the worker, so that the join hears of it now,
-        // not when it comes to this branch's handle in written order.
+        // A panic is caught here, not by the worker, so that the group weighs it
+        // against the others (and, in a `try_par!`, the join hears of it now, not when
+        // it comes to this branch's handle in written order).
         match panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => Poll::Ready(match K::split(output) {
                 Ok(value) => Some(value),
                 Err(err) => {
-                    this.group.fail(Failure::Err(err));
+                    this.group.fail(this.index, Failure::Err(err), true);
                     None
                 }
             }),
             Err(payload) => {
-                this.group.fail(Failure::Panic(payload));
+                this.group
+                    .fail(this.index, Failure::Panic(payload), K::PANIC_ABORTS);
                 Poll::Ready(None)
             }
         }
@@ -255,7 +299,8 @@ where
         }));
         if let Err(payload) = dropped {
             // A future whose drop panics fails its branch as a panic in its poll does.
-            self.group.fail(Failure::Panic(payload));
+            self.group
+                .fail(self.index, Failure::Panic(payload), K::PANIC_ABORTS);
         }
     }
 }
@@ -270,10 +315,13 @@ where
     K::Value: Send + 'static,
     K::Error: Send + 'static,
 {
+    // Relaxed: the macros spawn a group's branches on one thread, in written order.
+    let index = group.shared.spawned.fetch_add(1, Ordering::Relaxed);
     ParBranch {
         state: Branch::Running(crate::spawn(ParTask::<F, K> {
             future: ManuallyDrop::new(future),
             group: group.shared.clone(),
+            index,
         })),
     }
 }
@@ -465,8 +513,9 @@ impl<T> ParBranches for Vec<ParBranch<T>> {
 }
 
 /// The future of a `par!` or `try_par!`: waits for every branch to end, then evaluates
-/// to their outputs in written order. The first branch to fail (panic, or return `Err`
-/// in a `try_par!`) has every other branch aborted; once they have all ended, the join
+/// to their outputs in written order, or resumes the panic of the first panicking
+/// branch in written order (`par!`). In a `try_par!` the first branch to fail (panic,
+/// or return `Err`) has every other branch aborted; once they have all ended, the join
 /// resumes the panic or evaluates to the error. Dropping it before then aborts every
 /// branch still running.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
@@ -476,7 +525,7 @@ pub struct ParJoin<B, E> {
     /// The first branch not known to have ended; `count()` once all have, and
     /// `usize::MAX` after the outputs were handed out.
     next: usize,
-    /// Whether a failure had the branches aborted.
+    /// Whether a failure had the branches aborted (`try_par!`).
     aborted: bool,
 }
 

@@ -1,9 +1,10 @@
 //! Integration tests of `par!` and `try_par!`: outputs in written order, branches as
 //! parallel processes on the current (or default) runtime and spawned at the branch,
-//! failing fast (the first panic or `Err` aborts every other branch, and is handed on
-//! once they have all ended, their futures dropped), cancellation by dropping, and
-//! cancellation by a runtime's shutdown. Every test runs under a watchdog
-//! (`common::bounded`).
+//! `par!`'s panics (every branch still ends, and the first panicking one in written
+//! order is resumed), `try_par!` failing fast (the first panic or `Err` aborts every
+//! other branch, and is handed on once they have all ended, their futures dropped),
+//! cancellation by dropping, and cancellation by a runtime's shutdown. Every test runs
+//! under a watchdog (`common::bounded`).
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -178,11 +179,14 @@ fn from_a_plain_thread_the_branches_run_on_the_default_runtime() {
 }
 
 #[test]
-fn the_first_panic_aborts_every_other_branch_before_par_resumes_it() {
+fn a_panic_stops_no_branch_and_the_first_in_written_order_is_resumed() {
+    // API.md: par! still waits for every branch, then resumes the panic of the first
+    // panicking branch in written order: here the second branch, which panics after the
+    // third has.
     bounded(30, || {
         let rt = runtime(2, "par-panics");
-        let started = Counter::new();
-        let drops = Counter::new();
+        let panicked = Counter::new();
+        let finished = Counter::new();
         let output_drops = Counter::new();
         let par = async {
             csp::par!(
@@ -191,17 +195,29 @@ fn the_first_panic_aborts_every_other_branch_before_par_resumes_it() {
                     let output_drops = output_drops.clone();
                     async move { Tracked::new(0, &output_drops) }
                 },
-                endless(&started, &drops),
-                // Panics once both endless branches run: without the abort, par! would
-                // wait for them forever.
                 {
-                    let started = started.clone();
+                    let panicked = panicked.clone();
                     async move {
-                        yield_until(&started, 2).await;
+                        yield_until(&panicked, 1).await;
+                        panic!("second branch");
+                    }
+                },
+                {
+                    let panicked = panicked.clone();
+                    async move {
+                        panicked.incr();
                         panic!("third branch");
                     }
                 },
-                endless(&started, &drops),
+                // Ends well after both panics: waited for, never aborted.
+                {
+                    let (panicked, finished) = (panicked.clone(), finished.clone());
+                    async move {
+                        yield_until(&panicked, 1).await;
+                        yield_times(50).await;
+                        finished.incr();
+                    }
+                },
             )
         };
         let payload = rt
@@ -209,14 +225,10 @@ fn the_first_panic_aborts_every_other_branch_before_par_resumes_it() {
             .expect_err("par! resumes a branch's panic");
         assert_eq!(
             panic_message(payload.as_ref()).as_deref(),
-            Some("third branch")
+            Some("second branch")
         );
         // All of it before par! returned: no waiting here.
-        assert_eq!(
-            drops.get(),
-            2,
-            "each endless branch's future is dropped once"
-        );
+        assert_eq!(finished.get(), 1, "the last branch ran to its end");
         assert_eq!(
             output_drops.get(),
             1,
@@ -234,19 +246,29 @@ fn the_first_panic_aborts_every_other_branch_before_par_resumes_it() {
 fn a_panic_is_resumed_in_the_calling_process() {
     bounded(30, || {
         let rt = runtime(2, "par-caller");
-        let started = Counter::new();
-        let drops = Counter::new();
+        let panicked = Counter::new();
+        let finished = Counter::new();
         let caller = {
-            let (started, drops) = (started.clone(), drops.clone());
+            let (panicked, finished) = (panicked.clone(), finished.clone());
             rt.spawn(async move {
                 csp::par!(for i in 0..8 => {
-                    let (started, drops) = (started.clone(), drops.clone());
+                    let (panicked, finished) = (panicked.clone(), finished.clone());
                     async move {
-                        if i == 5 {
-                            yield_until(&started, 7).await;
-                            panic!("branch {i}");
+                        match i {
+                            // First in written order, after branch 7 in time.
+                            5 => {
+                                yield_until(&panicked, 1).await;
+                                panic!("branch {i}");
+                            }
+                            7 => {
+                                panicked.incr();
+                                panic!("branch {i}");
+                            }
+                            _ => {
+                                yield_times(i).await;
+                                finished.incr();
+                            }
                         }
-                        endless(&started, &drops).await
                     }
                 })
             })
@@ -257,7 +279,7 @@ fn a_panic_is_resumed_in_the_calling_process() {
             panic_message(err.into_panic().as_ref()).as_deref(),
             Some("branch 5")
         );
-        assert_eq!(drops.get(), 7);
+        assert_eq!(finished.get(), 6, "every other branch ran to its end");
         assert_eq!(rt.metrics().processes_alive, 0);
     });
 }
@@ -367,10 +389,10 @@ fn a_pending_par_dropped_with_outputs_whose_drop_panics_panics_once() {
 }
 
 #[test]
-fn a_failing_worker_stops_a_pool_that_would_otherwise_wait_forever() {
-    // The pool of the failing-fast example: four workers share a queue whose producer
-    // sends ten items and then waits (forever, here) for more; the worker that takes
-    // item 7 panics. Only the abort of the others ends the par!.
+fn a_panicking_worker_stops_a_try_par_pool_that_would_otherwise_wait_forever() {
+    // The pool of try_par!'s example, with a panic: four workers share a queue whose
+    // producer sends ten items and then waits (forever, here) for more; the worker that
+    // takes item 7 panics. Only the abort of the others ends the try_par!.
     bounded(30, || {
         let rt = runtime(2, "par-pool");
         let handled = Counter::new();
@@ -383,10 +405,11 @@ fn a_failing_worker_stops_a_pool_that_would_otherwise_wait_forever() {
                     items_tx.send(item).await.unwrap();
                 }
                 let _ = more.recv().await; // waits for more work: never comes
+                Ok::<_, ()>(())
             };
             let (handled, worker_drops) = (handled.clone(), worker_drops.clone());
             let pool = async move {
-                csp::par!(for _ in 0..4 => {
+                csp::try_par!(for _ in 0..4 => {
                     let (items, handled) = (items.clone(), handled.clone());
                     let guard = Tracked::new(0, &worker_drops);
                     async move {
@@ -395,11 +418,13 @@ fn a_failing_worker_stops_a_pool_that_would_otherwise_wait_forever() {
                             assert_ne!(item, 7, "item 7 is malformed");
                             handled.incr();
                         }
+                        Ok(())
                     }
                 })
+                .map(|_| ())
             };
-            // The pool's panic fails the outer par!, which aborts the producer.
-            AssertUnwindSafe(async { csp::par!(producer, pool) })
+            // The pool's panic fails the outer try_par!, which aborts the producer.
+            AssertUnwindSafe(async { csp::try_par!(producer, pool) })
                 .catch_unwind()
                 .await
                 .expect_err("the pool fails")
@@ -419,27 +444,30 @@ fn a_panic_in_an_aborted_branchs_drop_does_not_replace_the_first_failure() {
         let started = Counter::new();
         let drop_panics = Counter::new();
         let par = async {
-            csp::par!(
+            csp::try_par!(
                 {
                     let (started, drop_panics) = (started.clone(), drop_panics.clone());
                     async move {
                         let _bomb = common::PanicOnDrop(drop_panics);
                         started.incr();
-                        std::future::pending::<()>().await
+                        std::future::pending::<Result<(), ()>>().await
                     }
                 },
                 {
                     let started = started.clone();
                     async move {
                         yield_until(&started, 1).await;
-                        panic!("the failure");
+                        if started.get() > 0 {
+                            panic!("the failure");
+                        }
+                        Ok(())
                     }
                 },
             )
         };
         let payload = rt
             .block_on(AssertUnwindSafe(par).catch_unwind())
-            .expect_err("par! fails");
+            .expect_err("try_par! fails");
         assert_eq!(
             panic_message(payload.as_ref()).as_deref(),
             Some("the failure")
