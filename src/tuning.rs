@@ -187,6 +187,31 @@ pub(crate) const LONG_QUEUE_WAITERS: usize = 64;
 #[cfg(feature = "console")]
 pub(crate) const CONSOLE_GRAPH_MAX_NODES: usize = 400;
 
+/// Longest head (request line and headers) the console reads: a browser's request is
+/// under 2 KiB; past this it answers 431.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_HEAD_LIMIT: usize = 16 * 1024;
+
+/// How long the console gives a client to send its request, and then to take the
+/// answer: one thread serves every client, so a slow one holds up the others (and the
+/// sampling) this long at most. Generous for a browser on any network.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest one read or write of the console waits before it looks whether the
+/// console stops: how long a shutdown waits for a console that is serving.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_IO_SLICE: Duration = Duration::from_millis(20);
+
+/// How long, and for how many bytes, the console reads what a client still sends after
+/// its answer (a body no route reads) before it closes, so the close does not reset the
+/// connection under a client still reading.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_LINGER: Duration = Duration::from_millis(100);
+/// See [`CONSOLE_LINGER`].
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_LINGER_BYTES: usize = 64 * 1024;
+
 /// How long a poll may hold its worker before the watchdog moves the processes the
 /// worker holds (its handoff slot, those pushed out of it, its resting process) to where
 /// any worker finds them (`runtime/sysmon.rs`); also the watchdog's period while any

@@ -1,6 +1,8 @@
 //! The console (feature `console`): its routes against the process table, the metrics
-//! against a real parser, the SVG as XML, its answers while every worker is blocked, the
-//! dump on a signal, and the page of `examples/console.rs` in a headless browser.
+//! against a real parser, the SVG as XML, its answers while every worker is blocked,
+//! clients that are slow, silent, endless or announce bodies they never send (none holds
+//! the console up), the dump on a signal, and the page of `examples/console.rs` in a
+//! headless browser.
 //!
 //! Run with `cargo test --features console`, which builds the example the browser test
 //! runs; or, for this file alone, `cargo build --features console --example console`
@@ -328,6 +330,110 @@ fn the_console_stops_when_its_runtime_drops() {
         assert_eq!(get(addr, "/metrics", Duration::from_secs(5)).0, 200);
         drop(rt);
         wait_until(10, "the port closed", || TcpStream::connect(addr).is_err());
+    });
+}
+
+/// Sends `request` (raw bytes) to the console at `addr` and reads the whole answer
+/// (the console closes its side once it has answered), leaving the client's side open:
+/// the stream, and the answer.
+fn send_raw(addr: SocketAddr, request: &[u8]) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect to the console");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("an answer");
+    (stream, String::from_utf8(answer).expect("a UTF-8 answer"))
+}
+
+#[test]
+fn a_client_that_announces_a_body_and_sends_none_holds_up_no_one() {
+    // The console answered, then read the body it was promised, with no time limit:
+    // the one thread that serves and samples was stuck for as long as the client kept
+    // its connection open, and the runtime's shutdown waited for it.
+    bounded(LIMIT, || {
+        let (rt, addr) = runtime();
+        let (_open, answer) = send_raw(
+            addr,
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n",
+        );
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert_eq!(get(addr, "/metrics", Duration::from_secs(10)).0, 200);
+        drop(rt);
+    });
+}
+
+#[test]
+fn a_huge_content_length_is_answered_and_the_program_goes_on() {
+    // A body that long made the old server allocate it whole as it dropped the request:
+    // the allocation failed and aborted the process (this test binary).
+    bounded(LIMIT, || {
+        let (_rt, addr) = runtime();
+        for length in ["9223372036854775807", "18446744073709551615"] {
+            let request = format!("GET / HTTP/1.1\r\nContent-Length: {length}\r\n\r\n");
+            let (_open, answer) = send_raw(addr, request.as_bytes());
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        }
+        assert_eq!(get(addr, "/metrics", Duration::from_secs(10)).0, 200);
+    });
+}
+
+#[test]
+fn a_slow_or_endless_request_is_cut_off_and_the_others_are_served() {
+    bounded(LIMIT, || {
+        let (rt, addr) = runtime();
+        // Connected, and silent.
+        let _silent = TcpStream::connect(addr).unwrap();
+        // A head that never ends: refused once too long.
+        let mut endless = b"GET / HTTP/1.1\r\n".to_vec();
+        while endless.len() < 64 * 1024 {
+            endless.extend_from_slice(b"X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+        }
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        // The console may stop reading (and close) before all of it is written.
+        let _ = stream.write_all(&endless);
+        let mut status = String::new();
+        let _ = BufReader::new(stream).read_line(&mut status);
+        assert!(
+            status.is_empty() || status.starts_with("HTTP/1.1 431"),
+            "{status}"
+        );
+        // Served once the silent client's time is up, at most.
+        assert_eq!(get(addr, "/metrics", Duration::from_secs(10)).0, 200);
+        // And the runtime's drop does not wait for a silent client.
+        let _silent_again = TcpStream::connect(addr).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let dropped = Instant::now();
+        drop(rt);
+        eprintln!("dropped in {:?} with a silent client", dropped.elapsed());
+    });
+}
+
+#[test]
+fn other_methods_are_refused_with_the_allowed_ones_and_absolute_targets_served() {
+    bounded(LIMIT, || {
+        let (_rt, addr) = runtime();
+        let (_, answer) = send_raw(
+            addr,
+            b"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+        );
+        assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
+        assert!(answer.contains("Allow: GET, HEAD\r\n"), "{answer}");
+        let target = format!("http://{addr}/metrics");
+        let (status, body) = get(addr, &target, Duration::from_secs(10));
+        assert_eq!(status, 200);
+        assert!(body.contains("csp_"), "{body}");
+        // HEAD: the head alone.
+        let (_, answer) = send_raw(addr, b"HEAD /metrics HTTP/1.1\r\n\r\n");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(
+            answer.ends_with("\r\n\r\n"),
+            "a body after the head: {answer:?}"
+        );
     });
 }
 

@@ -2,7 +2,7 @@
 //!
 //! [`Builder::console`](crate::Builder::console), `#[csp::main(console = "addr")]` or the
 //! environment variable `CSP_CONSOLE=addr` start a thread of the runtime's own that serves
-//! over HTTP (`tiny_http`):
+//! over HTTP/1.1 (`http.rs`, bounded in what any client can make it wait for or read):
 //!
 //! - `/`: one page, everything inline, that reloads itself every second: the processes
 //!   (id, spawn site, state, what each waits on and for how long, polls, time spent
@@ -22,12 +22,14 @@
 //! process table and the wait graph of every runtime to standard error, and the program
 //! goes on (`dump.rs`).
 //!
-//! Layout: `server.rs` (the thread and its routes), `sampler.rs` (poll timing, history,
+//! Layout: `server.rs` (the thread and its routes), `http.rs` (requests and answers),
+//! `sampler.rs` (poll timing, history,
 //! wait ages), `snapshot.rs` (a consistent-enough view of the processes), `page.rs`,
 //! `json.rs`, `prometheus.rs`, `graph.rs` (DOT to SVG), `warnings.rs`, `dump.rs`.
 
 mod dump;
 mod graph;
+mod http;
 mod json;
 mod page;
 mod prometheus;

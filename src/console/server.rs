@@ -7,12 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use tiny_http::{Header, Request, Response, Server};
-
 use crate::runtime::services::Service;
 use crate::runtime::{Handle, Shared};
 use crate::tuning::{CONSOLE_GRAPH_MAX_NODES, CONSOLE_SAMPLE_PERIOD, CONSOLE_TICK};
 
+use super::http::{self, Listener, Method, Request, Response};
 use super::page::{self, Page};
 use super::sampler::Sampler;
 use super::snapshot::{self, Row};
@@ -22,15 +21,15 @@ use super::{graph, json, prometheus};
 /// Stops the console when dropped.
 struct Running {
     stop: Arc<AtomicBool>,
-    server: Arc<Server>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        // Relaxed: the flag orders nothing; the join below waits for the thread.
+        // Relaxed: the flag orders nothing; the join below waits for the thread, which
+        // looks at the flag at least once a sampling period, or an I/O slice while it
+        // serves a client (`http.rs`).
         self.stop.store(true, Ordering::Relaxed);
-        self.server.unblock();
         let thread = self.thread.get_mut().map_or(None, Option::take);
         if let Some(thread) = thread {
             if thread.thread().id() != std::thread::current().id() {
@@ -42,37 +41,31 @@ impl Drop for Running {
 
 /// Starts the console of `handle`'s runtime on `addr` (`services.rs`).
 pub(super) fn start(handle: &Handle, addr: &str) -> io::Result<Service> {
-    let server = Server::http(addr).map_err(|err| {
+    let listener = Listener::bind(addr).map_err(|err| {
         io::Error::new(
             io::ErrorKind::AddrNotAvailable,
             format!("csp: the console cannot serve on {addr}: {err}"),
         )
     })?;
-    let server = Arc::new(server);
-    let local = server.server_addr().to_ip().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("csp: the console serves on TCP addresses; {addr} is not one"),
-        )
-    })?;
+    let local = listener.local_addr()?;
     handle.shared.set_console_addr(local);
     let stop = Arc::new(AtomicBool::new(false));
     let thread = std::thread::Builder::new()
         .name("csp-console".to_owned())
         .spawn({
-            let (shared, server, stop) = (handle.shared.clone(), server.clone(), stop.clone());
-            move || serve(&shared, &server, &stop)
+            let (shared, stop) = (handle.shared.clone(), stop.clone());
+            move || serve(&shared, &listener, &stop)
         })?;
     eprintln!("csp: console on http://{local}/");
     Ok(Service::new(Running {
         stop,
-        server,
         thread: Mutex::new(Some(thread)),
     }))
 }
 
-/// The thread's loop: a sample every period, a tick every second, requests between.
-fn serve(shared: &Shared, server: &Server, stop: &AtomicBool) {
+/// The thread's loop: a sample every period, a tick every second, the connections
+/// waiting between, one at a time.
+fn serve(shared: &Shared, listener: &Listener, stop: &AtomicBool) {
     let mut sampler = Sampler::new(shared);
     let mut next_sample = Instant::now();
     let mut next_tick = next_sample;
@@ -87,25 +80,21 @@ fn serve(shared: &Shared, server: &Server, stop: &AtomicBool) {
             sampler.tick(shared, &shared.processes(), now);
             next_tick = now + CONSOLE_TICK;
         }
-        match server.recv_timeout(next_sample.saturating_duration_since(Instant::now())) {
-            Ok(Some(request)) => respond(shared, &sampler, request),
-            Ok(None) => {}
-            // The listener failed (or was unblocked): nothing more to serve.
-            Err(_) => return,
+        match listener.accept() {
+            Some(stream) => {
+                http::serve_connection(stream, stop, |request| route(shared, &sampler, request));
+            }
+            None => std::thread::sleep(next_sample.saturating_duration_since(Instant::now())),
         }
     }
 }
 
-/// Answers one request.
-fn respond(shared: &Shared, sampler: &Sampler, request: Request) {
-    let path = request.url().split('?').next().unwrap_or("/").to_owned();
-    if *request.method() != tiny_http::Method::Get && *request.method() != tiny_http::Method::Head {
-        let _ = request.respond(text(
-            405,
-            "text/plain",
-            "csp console: GET only\n".to_owned(),
-        ));
-        return;
+/// The answer to one request.
+fn route(shared: &Shared, sampler: &Sampler, request: &Request) -> Response {
+    if request.method == Method::Other {
+        let mut response = http::plain(http::METHOD_NOT_ALLOWED, "csp console: GET only\n");
+        response.headers.push(("Allow", "GET, HEAD"));
+        return response;
     }
     let now = Instant::now();
     let view = |sampler: &Sampler| -> (Vec<Row>, Vec<Warning>) {
@@ -113,7 +102,7 @@ fn respond(shared: &Shared, sampler: &Sampler, request: Request) {
         let warnings = warnings::warnings(shared, &rows, sampler, now);
         (rows, warnings)
     };
-    let response = match path.as_str() {
+    match request.path.as_str() {
         "/" | "/index.html" => {
             let (rows, warnings) = view(sampler);
             let history: Vec<_> = sampler.history().iter().cloned().collect();
@@ -126,37 +115,31 @@ fn respond(shared: &Shared, sampler: &Sampler, request: Request) {
                 history: &history,
                 now,
             };
-            text(200, "text/html; charset=utf-8", page::render(&page))
+            Response::new(http::OK, "text/html; charset=utf-8", page::render(&page))
         }
         "/api/processes" => {
             let (rows, _) = view(sampler);
-            text(200, "application/json", json::processes(&rows))
+            Response::new(http::OK, "application/json", json::processes(&rows))
         }
-        "/api/graph.dot" => text(
-            200,
+        "/api/graph.dot" => Response::new(
+            http::OK,
             "text/vnd.graphviz; charset=utf-8",
             shared.wait_graph(None),
         ),
         "/api/graph.svg" => match picture(shared, shared.metrics().processes_alive as usize) {
-            Ok(svg) => text(200, "image/svg+xml", svg),
-            Err(why) => text(
-                503,
-                "text/plain; charset=utf-8",
-                format!("no picture: {why}\n"),
-            ),
+            Ok(svg) => Response::new(http::OK, "image/svg+xml", svg),
+            Err(why) => http::plain(http::UNAVAILABLE, &format!("no picture: {why}\n")),
         },
         "/metrics" => {
             let long_polls = sampler.long_polls().count();
-            text(
-                200,
+            Response::new(
+                http::OK,
                 "text/plain; version=0.0.4; charset=utf-8",
                 prometheus::exposition(&shared.metrics(), long_polls),
             )
         }
-        _ => text(404, "text/plain", format!("csp console: no page {path}\n")),
-    };
-    // The client may have gone: nothing to do about it.
-    let _ = request.respond(response);
+        path => http::plain(http::NOT_FOUND, &format!("csp console: no page {path}\n")),
+    }
 }
 
 /// The wait graph as SVG, unless it is too large to draw.
@@ -168,13 +151,4 @@ fn picture(shared: &Shared, processes: usize) -> Result<String, String> {
         ));
     }
     graph::svg(&shared.wait_graph(None))
-}
-
-/// A response with `body` of type `content_type`.
-fn text(status: u16, content_type: &str, body: String) -> Response<io::Cursor<Vec<u8>>> {
-    let header = Header::from_bytes("Content-Type", content_type)
-        .unwrap_or_else(|()| unreachable!("a valid header"));
-    Response::from_string(body)
-        .with_status_code(status)
-        .with_header(header)
 }
