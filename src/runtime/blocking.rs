@@ -86,14 +86,16 @@ impl BlockingPool {
         }
     }
 
-    /// Hands a blocking task's entry to an idle thread, or to a new one.
-    pub(crate) fn submit(&self, entry: Notified, handle: &Handle) {
+    /// Hands a blocking task's entry to an idle thread, or to a new one. Fails only if
+    /// no thread could be started and the pool has none: the task is then cancelled,
+    /// its closure dropped on this thread, never run.
+    pub(crate) fn submit(&self, entry: Notified, handle: &Handle) -> std::io::Result<()> {
         let mut state = self.state.lock();
         if state.shutdown {
             drop(state);
             // Shutdown cancels the task through the registry; the entry is stale.
             drop(entry);
-            return;
+            return Ok(());
         }
         let spawn_index = if state.idle > 0 {
             state.idle -= 1;
@@ -115,14 +117,43 @@ impl BlockingPool {
         drop(state);
         if let Some(index) = spawn_index {
             let handle = handle.clone();
+            #[cfg(test)]
+            if FAIL_NEXT_START.with(|fail| fail.replace(false)) {
+                return self.start_failed(std::io::ErrorKind::WouldBlock.into());
+            }
             let spawned = thread::Builder::new()
                 .name(format!("{}-blocking-{index}", self.thread_name))
                 .spawn(move || handle.shared.blocking().thread_main(&handle));
             if let Err(err) = spawned {
-                self.thread_exited();
-                panic!("csp: could not start a blocking-pool thread: {err}");
+                return self.start_failed(err);
             }
         }
+        Ok(())
+    }
+
+    /// The thread `submit` counted on did not start. The entry it sent waits in the
+    /// channel: for a thread of the pool to take once it is free (as an entry sent at the
+    /// size limit does), or, with no thread at all, for nobody, so it is taken back
+    /// and its task cancelled.
+    #[cold]
+    fn start_failed(&self, err: std::io::Error) -> std::io::Result<()> {
+        let mut state = self.state.lock();
+        state.threads -= 1;
+        if state.threads > 0 {
+            state.queued += 1;
+            return Ok(());
+        }
+        // No thread takes from the channel now, and every entry in it is one whose
+        // thread did not start (each such `submit` takes one back).
+        let orphan = self.receiver.try_recv().ok().flatten();
+        if orphan.is_some() {
+            state.unfinished -= 1;
+        }
+        drop(state);
+        if let Some(orphan) = orphan {
+            orphan.cancel();
+        }
+        Err(err)
     }
 
     fn thread_main(&self, handle: &Handle) {
@@ -205,5 +236,65 @@ impl BlockingPool {
             }
             state = self.all_exited.wait_timeout(state, deadline - now);
         }
+    }
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Makes this thread's next start of a pool thread fail, as an exhausted system does.
+    static FAIL_NEXT_START: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::FAIL_NEXT_START;
+
+    /// Counts its drops.
+    struct Dropped(Arc<AtomicUsize>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn runtime() -> crate::Runtime {
+        crate::Builder::new().worker_threads(1).build().unwrap()
+    }
+
+    #[test]
+    fn a_thread_that_cannot_start_in_an_empty_pool_cancels_its_closure_and_panics() {
+        let rt = runtime();
+        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        FAIL_NEXT_START.with(|fail| fail.set(true));
+        let spawned = catch_unwind(AssertUnwindSafe(|| {
+            let (ran, guard) = (ran.clone(), Dropped(dropped.clone()));
+            rt.handle().spawn_blocking(move || {
+                let _guard = guard;
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+        }));
+        assert!(spawned.is_err(), "spawn_blocking panics");
+        assert_eq!(dropped.load(Ordering::SeqCst), 1, "the closure is dropped");
+        assert_eq!(rt.metrics().processes_alive, 0, "the task is left behind");
+        // The pool's books are right: the next call starts a thread, and runs.
+        assert_eq!(rt.block_on(rt.handle().spawn_blocking(|| 7)).unwrap(), 7);
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "the cancelled closure ran");
+    }
+
+    #[test]
+    fn a_thread_that_cannot_start_beside_a_busy_one_leaves_the_closure_to_it() {
+        let rt = runtime();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let busy = rt.handle().spawn_blocking(move || released.recv().unwrap());
+        FAIL_NEXT_START.with(|fail| fail.set(true));
+        let waiting = rt.handle().spawn_blocking(|| 8);
+        release.send(()).unwrap();
+        rt.block_on(busy).unwrap();
+        assert_eq!(rt.block_on(waiting).unwrap(), 8);
     }
 }

@@ -429,9 +429,14 @@ impl Shared {
         let handle = Handle {
             shared: this.clone(),
         };
-        this.blocking.submit(task.entry, &handle);
         // SAFETY: the handle's reference, of a task whose output is `R`.
-        unsafe { JoinHandle::from_raw(task.join) }
+        let join = unsafe { JoinHandle::from_raw(task.join) };
+        if let Err(err) = this.blocking.submit(task.entry, &handle) {
+            // The task was cancelled, its closure dropped: the handle goes with the panic.
+            drop(join);
+            panic!("csp: could not start a blocking-pool thread, and the pool has none: {err}");
+        }
+        join
     }
 
     /// A spawn onto a runtime that is shutting down: cancelled at once.

@@ -353,6 +353,16 @@ impl Notified {
         self.0
     }
 
+    /// Cancels the process of this entry, which nobody will run: it is marked cancelled
+    /// and run here, which drops its future (user code, on this thread) and completes
+    /// it as cancelled, as an abort would.
+    pub(crate) fn cancel(self) {
+        // `Queued` while this entry exists: the abort only marks it, and submits nothing.
+        let outcome = self.0.state().transition_to_aborted();
+        debug_assert!(outcome == Notify::DoNothing);
+        self.run();
+    }
+
     /// Runs one step of the process: poll it, cancel it, or discard the entry if stale.
     pub(crate) fn run(self) {
         let raw = self.0;
