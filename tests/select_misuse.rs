@@ -248,3 +248,45 @@ fn timeouts_racing_senders_lose_no_value() {
         assert_eq!(got, (0..values).collect::<Vec<_>>());
     });
 }
+
+#[test]
+fn an_alt_future_polled_again_after_its_poll_unwound_touches_no_channel() {
+    // `alt!`'s own future, as the macro builds it (through the macros' hidden module,
+    // which must stay sound whatever safe code does with it): a send arm fires, and the
+    // woken receiver's waker panics out of the poll. Polled again, the future tried the
+    // arm once more: it claimed the next waiting receiver, then found its value gone,
+    // and left that receiver claimed and never woken.
+    use std::pin::pin;
+    use std::task::{Poll, Waker};
+
+    use common::{CountingWaker, poll_with};
+
+    bounded(30, || {
+        let (tx, rx) = csp::channel::<u32>();
+        let (_, panicking) = CountingWaker::panicking();
+        let mut first = Box::pin(rx.recv());
+        assert!(poll_with(first.as_mut(), &panicking).is_pending());
+        let mut arm = pin!(csp::__private::SendArm::new(&tx, 1));
+        let mut alt = Box::pin(csp::__private::alt::<1, _>(
+            (Some(arm.as_mut()), ()),
+            false,
+            false,
+        ));
+        let unwound =
+            std::panic::catch_unwind(AssertUnwindSafe(|| poll_with(alt.as_mut(), Waker::noop())));
+        assert!(unwound.is_err(), "the woken receiver's waker panicked");
+        let (probe, waker) = CountingWaker::new();
+        let mut second = Box::pin(rx.recv());
+        assert!(poll_with(second.as_mut(), &waker).is_pending());
+        let again =
+            std::panic::catch_unwind(AssertUnwindSafe(|| poll_with(alt.as_mut(), Waker::noop())));
+        let message = panic_message(again.expect_err("polled again").as_ref()).unwrap();
+        assert!(message.contains("after a panic unwound"), "{message}");
+        drop(alt);
+        assert_eq!(poll_with(first.as_mut(), Waker::noop()), Poll::Ready(Ok(1)));
+        // The second receiver still waits, unclaimed: a send reaches it and wakes it.
+        assert_eq!(tx.try_send(2), Ok(()));
+        assert_eq!(probe.wakes(), 1);
+        assert_eq!(poll_with(second.as_mut(), &waker), Poll::Ready(Ok(2)));
+    });
+}

@@ -447,7 +447,8 @@ pub struct AltFuture<'a, const N: usize, L, D: Timeout> {
     choice: Choice,
     biased: bool,
     has_default: bool,
-    /// Completed: polled again, it panics before touching a channel.
+    /// Completed, or a poll unwound out of it: polled again, it panics before touching
+    /// a channel.
     done: bool,
     /// The `after` arm.
     deadline: D,
@@ -487,15 +488,6 @@ impl<'a, const N: usize, L: ArmList<'a>, D: Timeout> AltFuture<'a, N, L, D> {
     }
 }
 
-impl<const N: usize, L, D: Timeout> AltFuture<'_, N, L, D> {
-    /// Done: the outcome is `out`.
-    #[inline]
-    fn complete(&mut self, out: (usize, usize)) -> Poll<(usize, usize)> {
-        self.done = true;
-        Poll::Ready(out)
-    }
-}
-
 impl<const N: usize, L, D: Timeout> Future for AltFuture<'_, N, L, D> {
     type Output = (usize, usize);
 
@@ -504,16 +496,33 @@ impl<const N: usize, L, D: Timeout> Future for AltFuture<'_, N, L, D> {
         let this = unsafe { self.get_unchecked_mut() };
         assert!(
             !this.done,
-            "csp: an alt! future was polled after it completed"
+            "csp: an alt! future was polled after it completed, or after a panic unwound \
+             out of its poll"
         );
+        // Done unless this poll returns `Pending`. A poll that unwinds (a woken peer's
+        // waker panicking after an arm fired) leaves it done: polled again, it would try
+        // a fired send arm whose value is gone, after claiming a receiver for it.
+        this.done = true;
+        let polled = this.poll_choice(cx);
+        if polled.is_pending() {
+            this.done = false;
+        }
+        polled
+    }
+}
+
+impl<const N: usize, L, D: Timeout> AltFuture<'_, N, L, D> {
+    /// [`poll`](Future::poll)'s work.
+    #[inline(always)]
+    fn poll_choice(&mut self, cx: &mut Context<'_>) -> Poll<(usize, usize)> {
+        let this = self;
         if !this.choice.is_waiting() {
             let any = this.plan.prepare(&this.arms, this.biased);
             if this.has_default {
                 let fired = any
                     .then(|| this.choice.try_now(&this.arms, &mut this.plan))
                     .flatten();
-                let out = fired.map_or((DEFAULT, 0), |fired| this.arms.locate(fired));
-                return this.complete(out);
+                return Poll::Ready(fired.map_or((DEFAULT, 0), |fired| this.arms.locate(fired)));
             }
             if !any {
                 assert!(
@@ -524,7 +533,7 @@ impl<const N: usize, L, D: Timeout> Future for AltFuture<'_, N, L, D> {
                 // Only the timeout is left to wait for.
                 // SAFETY: the deadline is pinned inside this future.
                 std::task::ready!(unsafe { this.deadline.poll(cx) });
-                return this.complete((AFTER, 0));
+                return Poll::Ready((AFTER, 0));
             }
         }
         // SAFETY: `this` is pinned, so is the choice's flag; the arms are pinned and
@@ -535,8 +544,7 @@ impl<const N: usize, L, D: Timeout> Future for AltFuture<'_, N, L, D> {
             this.choice
                 .poll_until(&this.arms, &mut this.plan, &mut this.deadline, cx)
         });
-        let out = fired.map_or((AFTER, 0), |fired| this.arms.locate(fired));
-        this.complete(out)
+        Poll::Ready(fired.map_or((AFTER, 0), |fired| this.arms.locate(fired)))
     }
 }
 
