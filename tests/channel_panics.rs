@@ -304,3 +304,24 @@ fn a_waker_clone_whose_drop_panics_loses_no_wake_of_a_select() {
         drop(tx);
     });
 }
+
+#[test]
+fn the_last_receiver_dropped_with_a_watcher_whose_waker_panics_still_drops_the_buffer() {
+    // The close that the last receiver's drop makes wakes the watchers of `closed()`; a
+    // waker that panicked there skipped the drop of the values nobody can receive any
+    // more, which then lived as long as the senders did.
+    bounded(30, || {
+        let drops = Counter::new();
+        let (tx, rx) = csp::bounded::<Tracked>(4);
+        tx.try_send(Tracked::new(1, &drops)).unwrap();
+        let (_, panicking) = CountingWaker::panicking();
+        let mut closed = Box::pin(tx.closed());
+        assert!(poll_with(closed.as_mut(), &panicking).is_pending());
+        let dropped = std::panic::catch_unwind(AssertUnwindSafe(|| drop(rx)));
+        assert!(dropped.is_err(), "the watcher's waker panicked");
+        assert_eq!(drops.get(), 1, "the buffered value was dropped");
+        drop(closed);
+        drop(tx);
+        assert_eq!(drops.get(), 1);
+    });
+}

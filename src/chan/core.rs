@@ -33,6 +33,7 @@ use crate::id::next_channel_id;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use crate::runtime::context;
+use crate::task::panic::FirstPanic;
 use crate::tuning::CHANNEL_PREALLOCATED;
 use crate::wait::census::{Enrolment, Op};
 use crate::wait::claim::{Claim, Wakes};
@@ -593,17 +594,24 @@ impl<T> Chan<T> {
         if self.receivers.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
-        self.close();
+        // A waker that panics as the close wakes it (a sender's, a watcher's) must not
+        // keep the values from going or the hook from running: its panic comes after.
+        let mut panicked = FirstPanic::default();
+        panicked.catch(|| {
+            self.close();
+        });
         let (unreceivable, hook) = {
             let mut state = self.lock();
             let mut values = std::mem::take(&mut state.returned);
             values.append(&mut state.buffer);
             (values, state.on_receivers_gone.take())
         };
-        drop(unreceivable);
         if let Some(hook) = hook {
-            hook();
+            panicked.catch(hook);
         }
+        // The user's values: a panic of one's drop goes on, as from any container.
+        drop(unreceivable);
+        panicked.resume();
     }
 
     /// Sets what to run once the last receiver is gone (one hook per channel).
