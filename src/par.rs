@@ -240,8 +240,9 @@ impl<T, E> ParKind<Result<T, E>> for Try {
     }
 }
 
-/// A branch's future, as its process runs it: a failure goes to the group (and wakes
-/// the join) the moment it happens, and the process completes with `None`.
+/// A branch's future, as its process runs it: a failure goes to the group the moment it
+/// happens (which, in a `try_par!`, wakes the join), and the process completes with
+/// `None`.
 pub struct ParTask<F, K: ParKind<F::Output>>
 where
     F: Future,
@@ -622,7 +623,7 @@ impl<B: ParBranches, E> fmt::Debug for ParJoin<B, E> {
         f.debug_struct("ParJoin")
             .field("branches", &count)
             .field("ended", &self.next.min(count))
-            .field("failed", &self.aborted)
+            .field("aborted", &self.aborted)
             .finish()
     }
 }
@@ -631,7 +632,7 @@ impl<E> fmt::Debug for ParGroup<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ParGroup")
             // Relaxed: a snapshot for display.
-            .field("failed", &self.shared.failed.load(Ordering::Relaxed))
+            .field("aborting", &self.shared.failed.load(Ordering::Relaxed))
             .finish()
     }
 }

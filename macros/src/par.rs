@@ -1,6 +1,6 @@
 //! `par!` and `try_par!`: parsing into [`Par`], then the expansion onto
 //! `csp::__private`: each branch spawned as a process into a `ParBranch`, all sharing
-//! one `ParGroup` that hears of the first failure, and one `ParJoin` awaiting them all.
+//! one `ParGroup` that hears of their failures, and one `ParJoin` awaiting them all.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};

@@ -203,14 +203,13 @@ fn parse(head: &[u8]) -> Option<Request> {
         "" => return None,
         _ => Method::Other,
     };
-    // The absolute form names the scheme and host before the path.
+    // The absolute form names the scheme and host before the path (a `://` after the
+    // path's `/` is the query's).
     let target = match target.split_once("://") {
-        Some((_, rest)) => rest.find('/').map_or("/", |at| &rest[at..]),
-        None => target,
+        Some((_, rest)) if !target.starts_with('/') => rest.find('/').map_or("/", |at| &rest[at..]),
+        _ if target.starts_with('/') => target,
+        _ => return None,
     };
-    if !target.starts_with('/') {
-        return None;
-    }
     let path = target.split(['?', '#']).next().unwrap_or("/").to_owned();
     Some(Request { method, path })
 }
@@ -310,6 +309,10 @@ mod tests {
             at(Method::Get, "/api/processes")
         );
         assert_eq!(request("GET http://host HTTP/1.1"), at(Method::Get, "/"));
+        assert_eq!(
+            request("GET /metrics?from=http://grafana/x HTTP/1.1"),
+            at(Method::Get, "/metrics")
+        );
         assert_eq!(request("POST / HTTP/1.1"), at(Method::Other, "/"));
         for malformed in [
             "",

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::loom::sync::{Condvar, Mutex};
+use crate::loom::sync::{Arc, Condvar, Mutex};
 use crate::loom::thread;
 use crate::runtime::{Handle, context};
 use crate::task::Notified;
@@ -87,8 +87,8 @@ impl BlockingPool {
     }
 
     /// Hands a blocking task's entry to an idle thread, or to a new one. Fails only if
-    /// no thread could be started and the pool has none: the task is then cancelled,
-    /// its closure dropped on this thread, never run.
+    /// the new thread could not start: the task is then cancelled, its closure dropped
+    /// on this thread, never run.
     pub(crate) fn submit(&self, entry: Notified, handle: &Handle) -> std::io::Result<()> {
         let mut state = self.state.lock();
         if state.shutdown {
@@ -97,82 +97,73 @@ impl BlockingPool {
             drop(entry);
             return Ok(());
         }
-        let spawn_index = if state.idle > 0 {
-            state.idle -= 1;
-            None
-        } else if state.threads < BLOCKING_MAX_THREADS {
+        state.unfinished += 1;
+        if state.idle == 0 && state.threads < BLOCKING_MAX_THREADS {
             state.threads += 1;
             state.spawned += 1;
-            Some(state.spawned)
+            let index = state.spawned;
+            drop(state);
+            return self.start_thread(index, entry, handle);
+        }
+        if state.idle > 0 {
+            state.idle -= 1;
         } else {
             state.queued += 1;
-            None
-        };
-        state.unfinished += 1;
+        }
         // Sent under the lock (an unbounded send never blocks), so that `shutdown`,
         // which drains the channel under this lock, cannot miss it.
         self.sender
             .send(Some(entry))
             .expect("csp: the blocking pool's channel closed while its runtime lives");
-        drop(state);
-        if let Some(index) = spawn_index {
-            let handle = handle.clone();
-            #[cfg(test)]
-            if FAIL_NEXT_START.with(|fail| fail.replace(false)) {
-                return self.start_failed(std::io::ErrorKind::WouldBlock.into());
-            }
-            let spawned = thread::Builder::new()
-                .name(format!("{}-blocking-{index}", self.thread_name))
-                .spawn(move || handle.shared.blocking().thread_main(&handle));
-            if let Err(err) = spawned {
-                return self.start_failed(err);
-            }
-        }
         Ok(())
     }
 
-    /// The thread `submit` counted on did not start. The entry it sent waits in the
-    /// channel: for a thread of the pool to take once it is free (as an entry sent at the
-    /// size limit does), or, with no thread at all, for nobody, so it is taken back
-    /// and its task cancelled.
-    #[cold]
-    fn start_failed(&self, err: std::io::Error) -> std::io::Result<()> {
-        let mut state = self.state.lock();
-        state.threads -= 1;
-        if state.threads > 0 {
-            state.queued += 1;
-            return Ok(());
-        }
-        // No thread takes from the channel now, and every entry in it is one whose
-        // thread did not start (each such `submit` takes one back).
-        let orphan = self.receiver.try_recv().ok().flatten();
-        if orphan.is_some() {
-            state.unfinished -= 1;
-        }
-        drop(state);
-        if let Some(orphan) = orphan {
-            orphan.cancel();
+    /// Starts pool thread number `index`, counted already, with `entry` as its first
+    /// work, handed over directly: should the thread not start, the entry comes back
+    /// here (from the slot the thread would have taken it from), and its task is
+    /// cancelled, rather than left in the channel for a thread that may never come.
+    fn start_thread(&self, index: usize, entry: Notified, handle: &Handle) -> std::io::Result<()> {
+        let first = Arc::new(Mutex::new(Some(entry)));
+        let spawned = {
+            let (first, handle) = (first.clone(), handle.clone());
+            #[cfg(test)]
+            let fail = FAIL_NEXT_START.with(|fail| fail.replace(false));
+            #[cfg(not(test))]
+            let fail = false;
+            if fail {
+                Err(std::io::ErrorKind::WouldBlock.into())
+            } else {
+                thread::Builder::new()
+                    .name(format!("{}-blocking-{index}", self.thread_name))
+                    .spawn(move || {
+                        let first = first.lock().take();
+                        handle.shared.blocking().thread_main(&handle, first);
+                    })
+            }
+        };
+        let Err(err) = spawned else { return Ok(()) };
+        // The closure never ran: the entry is still in the slot.
+        let entry = first.lock().take();
+        self.state.lock().unfinished -= 1;
+        self.thread_exited();
+        if let Some(entry) = entry {
+            entry.cancel();
         }
         Err(err)
     }
 
-    fn thread_main(&self, handle: &Handle) {
+    /// A pool thread: runs `first`, then what the channel brings, until told to exit or
+    /// idle for [`BLOCKING_KEEP_ALIVE`].
+    fn thread_main(&self, handle: &Handle, first: Option<Notified>) {
         let _enter = context::enter(handle.clone());
         context::set_pool_thread(handle.shared.id());
         handle.shared.hooks().thread_started();
+        if let Some(entry) = first {
+            self.run(entry);
+        }
         loop {
             match self.receiver.recv_timeout(BLOCKING_KEEP_ALIVE) {
-                Ok(Some(entry)) => {
-                    entry.run();
-                    let mut state = self.state.lock();
-                    state.unfinished -= 1;
-                    if state.queued > 0 {
-                        // An entry sent with no thread to take it is waiting: this one will.
-                        state.queued -= 1;
-                    } else {
-                        state.idle += 1;
-                    }
-                }
+                Ok(Some(entry)) => self.run(entry),
                 Ok(None) | Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {
                     let mut state = self.state.lock();
@@ -188,6 +179,19 @@ impl BlockingPool {
         }
         handle.shared.hooks().thread_stopping();
         self.thread_exited();
+    }
+
+    /// Runs one entry on this pool thread, then counts the thread free: for an entry
+    /// sent with no thread to take it, if one waits, else idle.
+    fn run(&self, entry: Notified) {
+        entry.run();
+        let mut state = self.state.lock();
+        state.unfinished -= 1;
+        if state.queued > 0 {
+            state.queued -= 1;
+        } else {
+            state.idle += 1;
+        }
     }
 
     fn thread_exited(&self) {
@@ -268,6 +272,7 @@ mod tests {
 
     #[test]
     fn a_thread_that_cannot_start_in_an_empty_pool_cancels_its_closure_and_panics() {
+        // It stayed in the channel, counted as an idle thread that did not exist.
         let rt = runtime();
         let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         FAIL_NEXT_START.with(|fail| fail.set(true));
@@ -287,14 +292,28 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_that_cannot_start_beside_a_busy_one_leaves_the_closure_to_it() {
+    fn a_thread_that_cannot_start_beside_a_busy_one_cancels_its_closure_and_the_pool_goes_on() {
+        // Left in the channel for the busy thread, the closure ran after its caller had
+        // seen a panic, or never, if that thread retired first.
         let rt = runtime();
         let (release, released) = std::sync::mpsc::channel::<()>();
         let busy = rt.handle().spawn_blocking(move || released.recv().unwrap());
+        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         FAIL_NEXT_START.with(|fail| fail.set(true));
-        let waiting = rt.handle().spawn_blocking(|| 8);
+        let spawned = catch_unwind(AssertUnwindSafe(|| {
+            let (ran, guard) = (ran.clone(), Dropped(dropped.clone()));
+            rt.handle().spawn_blocking(move || {
+                let _guard = guard;
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+        }));
+        assert!(spawned.is_err(), "spawn_blocking panics");
+        assert_eq!(dropped.load(Ordering::SeqCst), 1, "the closure is dropped");
         release.send(()).unwrap();
         rt.block_on(busy).unwrap();
-        assert_eq!(rt.block_on(waiting).unwrap(), 8);
+        // The freed thread is idle, and takes the next closure.
+        assert_eq!(rt.block_on(rt.handle().spawn_blocking(|| 8)).unwrap(), 8);
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "the cancelled closure ran");
+        assert_eq!(rt.metrics().processes_alive, 0);
     }
 }

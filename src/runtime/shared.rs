@@ -434,7 +434,7 @@ impl Shared {
         if let Err(err) = this.blocking.submit(task.entry, &handle) {
             // The task was cancelled, its closure dropped: the handle goes with the panic.
             drop(join);
-            panic!("csp: could not start a blocking-pool thread, and the pool has none: {err}");
+            panic!("csp: could not start a blocking-pool thread: {err}");
         }
         join
     }
