@@ -270,10 +270,9 @@ mod tests {
         crate::Builder::new().worker_threads(1).build().unwrap()
     }
 
-    #[test]
-    fn a_thread_that_cannot_start_in_an_empty_pool_cancels_its_closure_and_panics() {
-        // It stayed in the channel, counted as an idle thread that did not exist.
-        let rt = runtime();
+    /// A `spawn_blocking` on `rt` whose thread fails to start: it panics, and its
+    /// closure is dropped. Returns how often the closure ran (it must not, ever).
+    fn spawn_failing(rt: &crate::Runtime) -> Arc<AtomicUsize> {
         let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         FAIL_NEXT_START.with(|fail| fail.set(true));
         let spawned = catch_unwind(AssertUnwindSafe(|| {
@@ -285,6 +284,14 @@ mod tests {
         }));
         assert!(spawned.is_err(), "spawn_blocking panics");
         assert_eq!(dropped.load(Ordering::SeqCst), 1, "the closure is dropped");
+        ran
+    }
+
+    #[test]
+    fn a_thread_that_cannot_start_in_an_empty_pool_cancels_its_closure_and_panics() {
+        // It stayed in the channel, counted as an idle thread that did not exist.
+        let rt = runtime();
+        let ran = spawn_failing(&rt);
         assert_eq!(rt.metrics().processes_alive, 0, "the task is left behind");
         // The pool's books are right: the next call starts a thread, and runs.
         assert_eq!(rt.block_on(rt.handle().spawn_blocking(|| 7)).unwrap(), 7);
@@ -298,17 +305,7 @@ mod tests {
         let rt = runtime();
         let (release, released) = std::sync::mpsc::channel::<()>();
         let busy = rt.handle().spawn_blocking(move || released.recv().unwrap());
-        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        FAIL_NEXT_START.with(|fail| fail.set(true));
-        let spawned = catch_unwind(AssertUnwindSafe(|| {
-            let (ran, guard) = (ran.clone(), Dropped(dropped.clone()));
-            rt.handle().spawn_blocking(move || {
-                let _guard = guard;
-                ran.fetch_add(1, Ordering::SeqCst);
-            })
-        }));
-        assert!(spawned.is_err(), "spawn_blocking panics");
-        assert_eq!(dropped.load(Ordering::SeqCst), 1, "the closure is dropped");
+        let ran = spawn_failing(&rt);
         release.send(()).unwrap();
         rt.block_on(busy).unwrap();
         // The freed thread is idle, and takes the next closure.
