@@ -51,9 +51,10 @@ pub struct ParGroup<E> {
 }
 
 struct Group<E> {
-    /// Set once, with a failure that stops the other branches (`try_par!`'s): lets the
-    /// join's polls skip the lock.
-    failed: AtomicBool,
+    /// Set once, under the lock, with a failure that stops the other branches
+    /// (`try_par!`'s). Read without the lock, it spares the join's polls the lock while
+    /// nothing has failed.
+    aborting: AtomicBool,
     /// Branches spawned so far: the next one's place in written order (the macros
     /// spawn them in that order, on one thread).
     spawned: AtomicUsize,
@@ -65,8 +66,6 @@ struct GroupState<E> {
     /// join takes it: the first in time for `try_par!`, the first in written order for
     /// `par!`.
     failure: Option<(usize, Failure<E>)>,
-    /// A failure that stops the other branches was stored (`try_par!`).
-    aborting: bool,
     /// The join's waker, from its latest poll.
     join: Option<ForeignWaker>,
 }
@@ -97,11 +96,10 @@ impl<E> ParGroup<E> {
     pub fn new() -> ParGroup<E> {
         ParGroup {
             shared: Arc::new(Group {
-                failed: AtomicBool::new(false),
+                aborting: AtomicBool::new(false),
                 spawned: AtomicUsize::new(0),
                 state: Mutex::new(GroupState {
                     failure: None,
-                    aborting: false,
                     join: None,
                 }),
             }),
@@ -129,10 +127,9 @@ impl<E> Group<E> {
         }
         let replaced = state.failure.replace((index, failure));
         let join = if aborts {
-            state.aborting = true;
-            // Release: the join that reads `true` then locks, and finds the failure
-            // anyway; the flag only spares its polls the lock while nothing has failed.
-            self.failed.store(true, Ordering::Release);
+            // Release: pairs with the join's lock-free look; its looks under the lock
+            // are ordered by the lock.
+            self.aborting.store(true, Ordering::Release);
             state.join.take()
         } else {
             None
@@ -156,12 +153,13 @@ impl<E> Group<E> {
     /// lock.
     fn failed_or_register(&self, waker: &Waker) -> bool {
         // Acquire: pairs with the store in `fail` (see there).
-        if self.failed.load(Ordering::Acquire) {
+        if self.aborting.load(Ordering::Acquire) {
             return true;
         }
         {
             let state = self.state.lock();
-            if state.aborting {
+            // Relaxed: stored under this lock.
+            if self.aborting.load(Ordering::Relaxed) {
                 return true;
             }
             if state
@@ -175,7 +173,8 @@ impl<E> Group<E> {
         let new = ForeignWaker::new(internal_clone(waker));
         let (failed, old) = {
             let mut state = self.state.lock();
-            match state.aborting {
+            // Relaxed: stored under this lock.
+            match self.aborting.load(Ordering::Relaxed) {
                 true => (true, Some(new)),
                 false => (false, state.join.replace(new)),
             }
@@ -632,7 +631,7 @@ impl<E> fmt::Debug for ParGroup<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ParGroup")
             // Relaxed: a snapshot for display.
-            .field("aborting", &self.shared.failed.load(Ordering::Relaxed))
+            .field("aborting", &self.shared.aborting.load(Ordering::Relaxed))
             .finish()
     }
 }

@@ -124,22 +124,16 @@ impl BlockingPool {
     /// cancelled, rather than left in the channel for a thread that may never come.
     fn start_thread(&self, index: usize, entry: Notified, handle: &Handle) -> std::io::Result<()> {
         let first = Arc::new(Mutex::new(Some(entry)));
-        let spawned = {
+        let spawned = if start_fails() {
+            Err(std::io::ErrorKind::WouldBlock.into())
+        } else {
             let (first, handle) = (first.clone(), handle.clone());
-            #[cfg(test)]
-            let fail = FAIL_NEXT_START.with(|fail| fail.replace(false));
-            #[cfg(not(test))]
-            let fail = false;
-            if fail {
-                Err(std::io::ErrorKind::WouldBlock.into())
-            } else {
-                thread::Builder::new()
-                    .name(format!("{}-blocking-{index}", self.thread_name))
-                    .spawn(move || {
-                        let first = first.lock().take();
-                        handle.shared.blocking().thread_main(&handle, first);
-                    })
-            }
+            thread::Builder::new()
+                .name(format!("{}-blocking-{index}", self.thread_name))
+                .spawn(move || {
+                    let first = first.lock().take();
+                    handle.shared.blocking().thread_main(&handle, first);
+                })
         };
         let Err(err) = spawned else { return Ok(()) };
         // The closure never ran: the entry is still in the slot.
@@ -247,6 +241,19 @@ impl BlockingPool {
 std::thread_local! {
     /// Makes this thread's next start of a pool thread fail, as an exhausted system does.
     static FAIL_NEXT_START: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a test asked this thread's next start of a pool thread to fail.
+#[cfg(test)]
+fn start_fails() -> bool {
+    FAIL_NEXT_START.with(|fail| fail.replace(false))
+}
+
+/// Only tests make a start fail.
+#[cfg(not(test))]
+#[inline(always)]
+fn start_fails() -> bool {
+    false
 }
 
 #[cfg(all(test, not(loom)))]

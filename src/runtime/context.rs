@@ -111,32 +111,29 @@ pub(crate) fn is_worker_thread_of(shared: &Shared) -> bool {
 /// its loop empties (the hook may be waiting for that very process); a timer is armed
 /// in a drawn shard of that runtime's wheels.
 pub(crate) struct OutsideWorkerLoop {
-    worker: Option<NonNull<Local>>,
+    /// This guard set a worker aside ([`Thread::set_aside`]), to put back.
+    set_aside: bool,
 }
 
 /// Sets this thread's worker, if it has one, aside until the guard drops
 /// ([`OutsideWorkerLoop`]).
 pub(crate) fn outside_worker_loop() -> OutsideWorkerLoop {
-    let worker = THREAD
-        .try_with(|thread| {
-            let worker = thread.worker.take();
-            if worker.is_some() {
-                thread.set_aside.set(worker);
+    let set_aside = THREAD
+        .try_with(|thread| match thread.worker.take() {
+            Some(worker) => {
+                thread.set_aside.set(Some(worker));
+                true
             }
-            worker
+            None => false,
         })
-        .ok()
-        .flatten();
-    OutsideWorkerLoop { worker }
+        .unwrap_or(false);
+    OutsideWorkerLoop { set_aside }
 }
 
 impl Drop for OutsideWorkerLoop {
     fn drop(&mut self) {
-        if let Some(worker) = self.worker {
-            let _ = THREAD.try_with(|thread| {
-                thread.set_aside.set(None);
-                thread.worker.set(Some(worker));
-            });
+        if self.set_aside {
+            let _ = THREAD.try_with(|thread| thread.worker.set(thread.set_aside.take()));
         }
     }
 }
@@ -165,8 +162,8 @@ fn entered() -> Option<Handle> {
 /// `block_on` callers spread over them. The timers take it modulo their number of
 /// shards.
 pub(crate) fn timer_home() -> (Option<Handle>, usize) {
-    if let Some(home) = with_worker(|local| local.map(|l| (l.handle(), l.index()))) {
-        return (Some(home.0), home.1);
+    if let Some((handle, index)) = with_worker(|local| local.map(|l| (l.handle(), l.index()))) {
+        return (Some(handle), index);
     }
     (entered(), outside_shard())
 }
@@ -283,7 +280,7 @@ pub(crate) fn enter(handle: Handle) -> EnterGuard {
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         let previous = self.previous.take();
-        let _ = ENTERED.try_with(|slot| slot.replace(previous));
+        let _ = ENTERED.try_with(|entered| entered.replace(previous));
     }
 }
 

@@ -8,8 +8,9 @@
 //! to the injector, and one parked worker is woken to run them; a resting process makes
 //! its put-off transition here (re-queued if a wake came meanwhile, its future dropped
 //! if it was cancelled). A parked worker is woken too for what waits in the stuck
-//! worker's own queue, which thieves can take but nobody may have been woken for. A poll that goes on running is looked at again a period later:
-//! what it woke meanwhile waits at most that long.
+//! worker's own queue, which thieves can take but nobody may have been woken for. A
+//! poll that goes on running is looked at again a period later: what it woke meanwhile
+//! waits at most that long.
 //!
 //! The period is a trade: on the 2-core machine the tables come from, its looks alone
 //! cost `fan_in` 12% at 2 ms and 5% at 5 ms (`tuning.rs`). The thread keeps the normal
