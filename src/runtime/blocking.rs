@@ -249,6 +249,12 @@ fn start_fails() -> bool {
     FAIL_NEXT_START.with(|fail| fail.replace(false))
 }
 
+/// Makes this thread's next start of a pool thread fail (`fail`), or not.
+#[cfg(test)]
+pub(crate) fn fail_next_start(fail: bool) {
+    FAIL_NEXT_START.with(|next| next.set(fail));
+}
+
 /// Only tests make a start fail.
 #[cfg(not(test))]
 #[inline(always)]
@@ -262,7 +268,7 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use super::FAIL_NEXT_START;
+    use super::fail_next_start;
 
     /// Counts its drops.
     struct Dropped(Arc<AtomicUsize>);
@@ -281,7 +287,7 @@ mod tests {
     /// closure is dropped. Returns how often the closure ran (it must not, ever).
     fn spawn_failing(rt: &crate::Runtime) -> Arc<AtomicUsize> {
         let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        FAIL_NEXT_START.with(|fail| fail.set(true));
+        fail_next_start(true);
         let spawned = catch_unwind(AssertUnwindSafe(|| {
             let (ran, guard) = (ran.clone(), Dropped(dropped.clone()));
             rt.handle().spawn_blocking(move || {

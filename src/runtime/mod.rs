@@ -25,7 +25,7 @@
 //! `chan`, `time`, `alt`, `par` and `pipe` build on it, and nothing below reaches into it.
 
 pub(crate) mod block_on;
-mod blocking;
+pub(crate) mod blocking;
 mod builder;
 pub(crate) mod context;
 mod deadlock;

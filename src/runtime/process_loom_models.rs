@@ -776,3 +776,40 @@ fn lent_completion_racing_walker(joined: bool) -> bool {
     );
     race.overlapped()
 }
+
+/// A blocking-pool thread that cannot start hands its first closure back to the caller
+/// (`blocking.rs`), which cancels its task, while a runtime shutdown races the spawn
+/// (its walker cancelling the task, its drain of the pool): the closure never runs, it
+/// is dropped exactly once, and every reference is released (loom reports a leak).
+#[test]
+fn loom_failed_pool_start_racing_shutdown() {
+    loom::model(|| {
+        let shared = new_runtime();
+        let counters = Counters::new();
+        let ran = Arc::new(AtomicBool::new(false));
+        let closure = {
+            let (probe, ran) = (counters.probe(1), ran.clone());
+            move || {
+                drop(probe);
+                ran.store(true, Ordering::SeqCst);
+            }
+        };
+        let shutter = {
+            let shared = shared.clone();
+            thread::spawn(move || shutdown(&shared))
+        };
+        crate::runtime::blocking::fail_next_start(true);
+        let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Shared::spawn_blocking(&shared, closure, std::panic::Location::caller())
+        }));
+        crate::runtime::blocking::fail_next_start(false);
+        shutter.join().unwrap();
+        shared.drain_injector();
+        // Spawned after the shutdown began: refused, or cancelled by its walker.
+        if let Ok(join) = spawned {
+            assert!(block_on(join).unwrap_err().is_cancelled());
+        }
+        assert!(!ran.load(Ordering::SeqCst), "the closure ran");
+        assert_eq!(counters.drops(), 1, "the closure is dropped exactly once");
+    });
+}
