@@ -46,11 +46,10 @@
 //! after the values it already sent); the panic is reported by the panic hook, as for
 //! any detached process.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::pin;
 
-use futures::future;
+use futures::future::{self, Either};
 
 use crate::chan::{Receiver, RecvError, Sender};
 
@@ -58,11 +57,12 @@ use crate::chan::{Receiver, RecvError, Sender};
 /// rendezvous channel: the source of a pipeline.
 ///
 /// The process ends when `f`'s future completes or, if sooner, once every receiver is
-/// gone: the future is then dropped where it waits, so a producer ends with its
-/// pipeline even while it waits for something else. `f` should still stop when a `send`
-/// fails, as a loop that ignores the error never waits again. The channel is `f`'s
-/// alone to close from the sending side: dropping (or closing) `tx` ends the stream for
-/// the receivers at once, and `f` then runs on to its end.
+/// gone while the stream is open: the future is then dropped where it waits, so a
+/// producer ends with its pipeline even while it waits for something else. `f` should
+/// still stop when a `send` fails, as a loop that ignores the error never waits again.
+/// The channel is `f`'s alone to close from the sending side: dropping (or closing) `tx`
+/// ends the stream for the receivers at once, and `f` then runs on to its end, whether
+/// or not the receivers stay.
 ///
 /// ```
 /// use futures::StreamExt;
@@ -84,15 +84,25 @@ where
     T: Send + 'static,
 {
     let (tx, rx) = crate::channel();
-    // Word of the last receiver going, by a channel of its own that the last receiver's
-    // drop closes: `f` holds the only sender of `tx`'s channel, so that dropping (or
-    // closing) it ends the stream at once, and ends nothing else.
-    let (gone, receivers_gone) = crate::channel::<Infallible>();
-    rx.chan().on_receivers_gone(Box::new(move || drop(gone)));
+    // Word of the last receiver going while the stream is open, by a channel of its own:
+    // `f` holds the only sender of `tx`'s channel, so dropping (or closing) it ends the
+    // stream at once and ends nothing else; once it has, the receivers' going tears
+    // nothing down, as there is no output left to be unread.
+    let (tear_down, torn_down) = crate::bounded::<()>(1);
+    rx.chan().on_receivers_gone(Box::new(move |still_open| {
+        if still_open {
+            // Cannot fail: the one value ever sent, into room for one.
+            let _ = tear_down.try_send(());
+        }
+    }));
     crate::spawn(async move {
         // `select` polls `f`'s future first, so it sees a failed send before it is
         // dropped for the receivers gone.
-        future::select(pin!(f(tx)), pin!(receivers_gone.recv())).await;
+        let (work, word) = (pin!(f(tx)), pin!(torn_down.recv()));
+        if let Either::Right((Err(RecvError), work)) = future::select(work, word).await {
+            // The hook ran (or went) without a word: the stream had ended first.
+            work.await;
+        }
     });
     rx
 }

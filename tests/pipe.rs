@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::future::pending;
+use std::time::Duration;
 
 use csp::{ProcessState, Receiver, RecvError, Runtime, pipe};
 use futures::StreamExt;
@@ -342,22 +343,45 @@ fn a_producer_ends_with_its_receivers_even_if_it_ignores_failed_sends() {
 
 #[test]
 fn a_producer_that_drops_its_sender_ends_the_stream_and_runs_on() {
-    // The producer hands over its values, drops its sender, then waits for the
-    // consumer's word, which comes only once the consumer has seen the stream end.
-    bounded(LIMIT, || {
-        let rt = runtime(2, "producer-drops-tx");
+    producer_ends_its_stream_then_runs_on(true);
+}
+
+#[test]
+fn a_producer_that_closes_its_channel_ends_the_stream_and_runs_on() {
+    producer_ends_its_stream_then_runs_on(false);
+}
+
+/// The producer hands over its values, ends its stream (dropping its sender, or closing
+/// the channel and keeping it), then waits for the consumer's word, which comes only
+/// after the consumer has seen the stream end and dropped its receiver: a producer whose
+/// stream has ended is not torn down by its receivers going.
+fn producer_ends_its_stream_then_runs_on(drop_sender: bool) {
+    bounded(LIMIT, move || {
+        let rt = runtime(2, "producer-ends-stream");
         let finished = Counter::new();
         let (ack, acked) = csp::channel::<()>();
         rt.block_on(async {
             let done = finished.clone();
             let rx = pipe::producer(move |tx| async move {
                 tx.send(1u64).await.unwrap();
-                drop(tx);
+                let kept = if drop_sender {
+                    drop(tx);
+                    None
+                } else {
+                    assert!(tx.close());
+                    Some(tx)
+                };
                 acked.recv().await.unwrap();
+                drop(kept);
                 done.incr();
             });
             assert_eq!(rx.collect::<Vec<_>>().await, [1], "the stream ends");
-            ack.send(()).await.unwrap();
+            // The receiver is gone: time for a teardown, were there one, to happen
+            // before the word is sent, so that the send fails.
+            csp::sleep(Duration::from_millis(20)).await;
+            ack.send(())
+                .await
+                .expect("the producer still waits for the word");
         });
         wait_until(LIMIT, "the producer ran to its end", || finished.get() == 1);
         wait_until_no_process(&rt, LIMIT);

@@ -55,9 +55,14 @@ pub(crate) struct State<T> {
     readers: WaitList<()>,
     closed: bool,
     /// Run once the last receiver is gone (after the close): how an `after`/`tick`
-    /// channel unlinks its timer.
-    on_receivers_gone: Option<Box<dyn FnOnce() + Send>>,
+    /// channel unlinks its timer, and a pipeline's producer hears its output is unread.
+    on_receivers_gone: Option<ReceiversGone>,
 }
+
+/// What runs once a channel's last receiver is gone. It is told whether the channel was
+/// still open until then (`true`: the receivers' going closed it) or had been closed
+/// before, by its senders (all dropped, or one's `close`).
+pub(crate) type ReceiversGone = Box<dyn FnOnce(bool) + Send>;
 
 /// What a channel end points to. It must have no `Drop` of its own: the census
 /// (`site.rs`) relies on its first field dropping before anything else of it goes.
@@ -597,9 +602,9 @@ impl<T> Chan<T> {
         // A waker that panics as the close wakes it (a sender's, a watcher's) must not
         // keep the values from going or the hook from running: its panic comes after.
         let mut panicked = FirstPanic::default();
-        panicked.catch(|| {
-            self.close();
-        });
+        // Stays `true` if the close panics: only a close that closes wakes anyone.
+        let mut closed_it = true;
+        panicked.catch(|| closed_it = self.close());
         let (unreceivable, hook) = {
             let mut state = self.lock();
             let mut values = std::mem::take(&mut state.returned);
@@ -607,7 +612,7 @@ impl<T> Chan<T> {
             (values, state.on_receivers_gone.take())
         };
         if let Some(hook) = hook {
-            panicked.catch(hook);
+            panicked.catch(|| hook(closed_it));
         }
         // The user's values: a panic of one's drop goes on, as from any container.
         drop(unreceivable);
@@ -615,7 +620,7 @@ impl<T> Chan<T> {
     }
 
     /// Sets what to run once the last receiver is gone (one hook per channel).
-    pub(crate) fn on_receivers_gone(&self, hook: Box<dyn FnOnce() + Send>) {
+    pub(crate) fn on_receivers_gone(&self, hook: ReceiversGone) {
         let previous = self.lock().on_receivers_gone.replace(hook);
         debug_assert!(
             previous.is_none(),

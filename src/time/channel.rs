@@ -110,7 +110,7 @@ impl ChannelTimer {
         let hook = Arc::clone(&timer);
         receiver
             .chan()
-            .on_receivers_gone(Box::new(move || hook.receivers_gone()));
+            .on_receivers_gone(Box::new(move |_| hook.receivers_gone()));
         let Some(first) = first else {
             return receiver;
         };
