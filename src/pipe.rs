@@ -91,7 +91,8 @@ where
     let (tear_down, torn_down) = crate::bounded::<()>(1);
     rx.chan().on_receivers_gone(Box::new(move |still_open| {
         if still_open {
-            // Cannot fail: the one value ever sent, into room for one.
+            // The one value ever sent, into room for one: it fails only where the
+            // process has ended already.
             let _ = tear_down.try_send(());
         }
     }));
