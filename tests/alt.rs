@@ -941,7 +941,9 @@ fn a_body_may_reassign_an_operand_another_arm_borrowed() {
     // of the other arm and of their own: every arm is dropped by then.
     bounded(30, || {
         let rt = runtime(2, "alt-reset");
-        let idle_after = Duration::from_millis(500);
+        // Long enough that no handover between two messages takes as long, even under
+        // valgrind.
+        let idle_after = Duration::from_secs(common::scaled_secs(1));
         let (got, idled) = rt.block_on(async {
             let (tx, rx) = csp::channel::<u32>();
             let (go_on, resume) = csp::bounded::<()>(1);

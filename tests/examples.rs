@@ -200,7 +200,7 @@ fn echo_server_echoes_over_loopback_and_closes_idle_connections() {
     bounded(LIMIT, || {
         let server = Server::start(
             "echo_server",
-            &["127.0.0.1:0", "--workers", "2", "--idle-ms", "200"],
+            &["127.0.0.1:0", "--workers", "2", "--idle-ms", "2000"],
         );
         let mut conns: Vec<_> = (0..5).map(|_| server.connect()).collect();
         for (i, conn) in conns.iter_mut().enumerate() {

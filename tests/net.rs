@@ -171,14 +171,19 @@ fn echo_survives_clients_that_vanish_mid_message_or_half_close() {
 fn an_idle_client_is_closed_by_the_timeout() {
     let fds = Fds::start();
     bounded(LIMIT, || {
-        let echo = Echo::start(1, Duration::from_millis(100));
+        let idle_limit = Duration::from_millis(1000);
+        let echo = Echo::start(1, idle_limit);
         let mut idle = connect(echo.addr);
         // Sends nothing: the server closes the connection (end of stream, not a timeout
         // of this read, whose own limit is 20 s).
         assert_eq!(read_to_end(&mut idle), b"");
         // A chatty client is not closed in between: each exchange resets the timeout.
+        // Its pauses are well inside the limit (a late wake-up on a loaded machine must
+        // not close it), and add up to more than the limit (a timeout that is never
+        // reset would close it).
         let mut chatty = connect(echo.addr);
         for i in 0..5u8 {
+            std::thread::sleep(idle_limit / 3);
             chatty.write_all(&[i]).unwrap();
             let mut back = [0];
             chatty.read_exact(&mut back).unwrap();

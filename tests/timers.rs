@@ -232,12 +232,9 @@ fn a_sleep_bound_to_a_dropped_runtime_finishes_on_the_default_one() {
     bounded(20, || {
         let rt = runtime(1, "sleep-moved");
         let (_counter, waker) = CountingWaker::new();
-        // Long enough to be pending at its first poll, even under valgrind.
-        let long = if common::under_valgrind() {
-            2000 * MS
-        } else {
-            200 * MS
-        };
+        // Long enough to be pending at its first poll, even on a loaded machine or
+        // under valgrind.
+        let long = Duration::from_secs(common::scaled_secs(1));
         let mut sleep = Box::pin(csp::sleep(long));
         // Armed in `rt`'s wheel (polled inside it)...
         rt.block_on(async {

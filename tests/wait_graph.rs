@@ -613,8 +613,9 @@ fn surveys_race_channels_that_come_and_go() {
                 })
             })
             .collect();
+        // At least one survey, even if the pairs are done before the first.
         let mut surveys = 0;
-        while pairs.iter().any(|p| !p.is_finished()) {
+        while surveys == 0 || pairs.iter().any(|p| !p.is_finished()) {
             let graph = parse(&rt.wait_graph());
             assert!(graph.edges.contains(&anchor_edge), "{graph:?}");
             for (from, to, label) in &graph.edges {
@@ -634,7 +635,6 @@ fn surveys_race_channels_that_come_and_go() {
         for pair in pairs {
             assert_eq!(rt.block_on(pair).unwrap(), rounds);
         }
-        assert!(surveys > 0);
         release.send_blocking(()).unwrap();
         assert!(rt.block_on(anchor).unwrap());
         wait_until_no_process(&rt, 10);
