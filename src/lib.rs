@@ -471,7 +471,9 @@ pub use csp_macros::main;
 ///
 /// The function becomes a `#[test]` of the same name that builds a [`Runtime`] with
 /// deadlock detection on and [`block_on`](Runtime::block_on)s the body; the runtime is
-/// dropped when the test ends. It takes `worker_threads = N` and `console = "addr"` as
+/// dropped when the test ends (if the body panicked, with
+/// [`shutdown_timeout`](Runtime::shutdown_timeout)`(1 s)`, so that a worker stuck in a
+/// poll cannot hold the failure back from the harness). It takes `worker_threads = N` and `console = "addr"` as
 /// [`main`](macro@main) does, may return a `Result` as any test may, and composes with other test attributes
 /// such as `#[should_panic]`:
 ///
@@ -500,7 +502,7 @@ pub mod __private {
     pub use crate::alt::macro_support::*;
     pub use crate::alt::{quick_pass, quick_recv};
     pub use crate::par::macro_support::*;
-    pub use crate::runtime::entry::run_main;
+    pub use crate::runtime::entry::{run_main, run_test};
 }
 pub use chan::{
     ChannelEnd, Closed, Receiver, RecvError, RecvFuture, SendError, SendFuture, SendSink, Sender,

@@ -86,7 +86,8 @@ pub(crate) const BLOCKING_MAX_THREADS: usize = 512;
 pub(crate) const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// How long `#[csp::main]` waits, after its body ends or panics, for its runtime's
-/// processes to be dropped and its threads to exit (API.md: `shutdown_timeout(1 s)`).
+/// processes to be dropped and its threads to exit (API.md: `shutdown_timeout(1 s)`);
+/// `#[csp::test]` waits as long after a body that panicked.
 pub(crate) const MAIN_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Ids a thread takes from the global counter at once. Small enough that ids stay short

@@ -1,7 +1,7 @@
 //! Integration tests of `#[csp::test]` and `#[csp::main]`: the body runs on a runtime
-//! built with the requested worker count, test attributes compose, and a `main` shuts
+//! built with the requested worker count, test attributes compose, a `main` shuts
 //! its runtime down without waiting for a detached process that never ends, whether its
-//! body returns or panics.
+//! body returns or panics, and a test that fails is not held up by a stuck worker.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -130,4 +130,67 @@ fn a_main_that_panics_shuts_its_runtime_down_within_the_timeout() {
         payload.downcast_ref::<&str>(),
         Some(&"panicking_main failed")
     );
+}
+
+/// Set once the stuck process of `a_test_that_panics_is_not_held_up_by_a_stuck_worker`
+/// may return.
+static TEST_UNSTICK: AtomicBool = AtomicBool::new(false);
+
+#[test]
+fn a_test_that_panics_is_not_held_up_by_a_stuck_worker() {
+    // What `#[csp::test]` expands to, with a body that leaves a process stuck in one
+    // poll (spinning on a flag its failed assertion would have set), then fails: the
+    // failure must reach the harness, not wait for the stuck worker.
+    let result = bounded(30, || {
+        std::panic::catch_unwind(|| {
+            let runtime = csp::Builder::new().worker_threads(2).build().unwrap();
+            csp::__private::run_test(runtime, async {
+                let stuck = std::sync::Arc::new(AtomicBool::new(false));
+                let inside = stuck.clone();
+                csp::spawn(async move {
+                    inside.store(true, Ordering::SeqCst);
+                    while !TEST_UNSTICK.load(Ordering::SeqCst) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                });
+                while !stuck.load(Ordering::SeqCst) {
+                    csp::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                panic!("the test failed");
+            })
+        })
+    });
+    TEST_UNSTICK.store(true, Ordering::SeqCst);
+    let payload = result.expect_err("the body panicked");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the test failed"));
+}
+
+#[test]
+fn a_test_that_returns_drops_its_runtime_after_every_process() {
+    // A body that returns drops the runtime as usual: each detached process is
+    // dropped before `run_test` returns, however long its worker takes to get to it.
+    let dropped = common::Counter::new();
+    bounded(30, {
+        let dropped = dropped.clone();
+        move || {
+            let runtime = csp::Builder::new().worker_threads(2).build().unwrap();
+            csp::__private::run_test(runtime, async move {
+                let guard = common::Tracked::new(0, &dropped);
+                let started = std::sync::Arc::new(AtomicBool::new(false));
+                let inside = started.clone();
+                csp::spawn(async move {
+                    let _guard = guard;
+                    inside.store(true, Ordering::SeqCst);
+                    // Holds its worker past the end of the body, longer than a bounded
+                    // shutdown would wait.
+                    std::thread::sleep(std::time::Duration::from_millis(1500));
+                    std::future::pending::<()>().await;
+                });
+                while !started.load(Ordering::SeqCst) {
+                    csp::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            });
+        }
+    });
+    assert_eq!(dropped.get(), 1);
 }

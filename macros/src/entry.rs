@@ -295,12 +295,14 @@ fn entry_point(kind: &Kind, config: &Config, function: ItemFn) -> TokenStream {
                 #output
             }
         },
+        // The runtime is dropped as usual after a body that returns, and shut down with
+        // a bound after one that panics: a stuck worker must not hide the failure.
         Kind::Test => quote! {
             #[::core::prelude::v1::test]
             #(#outer)*
             #vis #sig {
                 #(#inner)*
-                let #output = #runtime.block_on(async move #block);
+                let #output = ::csp::__private::run_test(#runtime, async move #block);
                 #output
             }
         },

@@ -1,5 +1,5 @@
-//! What `#[csp::main]` runs: the body on its runtime, then a shutdown bounded in time,
-//! whether the body returned or panicked.
+//! What `#[csp::main]` and `#[csp::test]` run: the body on its runtime, then the
+//! runtime's end, bounded in time where the body panicked (and, for `main`, always).
 
 use std::future::Future;
 
@@ -15,6 +15,19 @@ use crate::tuning::MAIN_SHUTDOWN_TIMEOUT;
 pub fn run_main<F: Future>(runtime: Runtime, body: F) -> F::Output {
     let runtime = ShutDownOnDrop(Some(runtime));
     runtime.get().block_on(body)
+}
+
+/// Runs a test's `body` on `runtime` to completion. A body that returns drops the
+/// runtime as usual, waiting for every worker (a detached process that never ends then
+/// shows as a test that never ends). A body that panics shuts the runtime down with
+/// [`shutdown_timeout`](Runtime::shutdown_timeout) instead, as `run_main` does, so that
+/// a worker stuck in a poll (a process spinning on a flag the failed assertion left
+/// unset, say) cannot keep the panic from reaching the test harness.
+pub fn run_test<F: Future>(runtime: Runtime, body: F) -> F::Output {
+    let mut runtime = ShutDownOnDrop(Some(runtime));
+    let output = runtime.get().block_on(body);
+    drop(runtime.0.take());
+    output
 }
 
 /// Shuts its runtime down, bounded in time, when dropped.
