@@ -232,9 +232,42 @@ fn let_a_sender_in(
 ) -> impl FnOnce() + Send + use<> {
     let thread = thread.clone();
     move || {
-        *thread.lock().unwrap() = Some(std::thread::spawn(move || tx.send_blocking(value)));
+        let (started, tid) = std::sync::mpsc::channel();
+        *thread.lock().unwrap() = Some(std::thread::spawn(move || {
+            started.send(thread_id()).unwrap();
+            tx.send_blocking(value)
+        }));
+        // Asleep in the kernel after it started: parked in `send_blocking`, which is all
+        // it does (but a thread waiting for valgrind's lock sleeps too, hence the pause
+        // after).
+        wait_until_asleep(tid.recv().unwrap());
         std::thread::sleep(Duration::from_millis(300 * common::scaled_secs(1)));
     }
+}
+
+/// The calling thread's id in the operating system (where it can be watched).
+fn thread_id() -> i64 {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `gettid` has no preconditions.
+    return i64::from(unsafe { libc::gettid() });
+    #[cfg(not(target_os = "linux"))]
+    return 0;
+}
+
+/// Waits until thread `tid` of this process sleeps in the kernel (Linux: `S` in its
+/// `/proc` stat); elsewhere, returns at once.
+fn wait_until_asleep(tid: i64) {
+    if cfg!(not(target_os = "linux")) {
+        return;
+    }
+    let stat = format!("/proc/self/task/{tid}/stat");
+    common::wait_until(10, "the blocking sender sleeps", || {
+        std::fs::read_to_string(&stat).is_ok_and(|line| {
+            // The state follows the command name, which is in parentheses.
+            line.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+        })
+    });
 }
 
 /// Joins the sender `let_a_sender_in` started: it must have been woken, its send done.
