@@ -473,7 +473,8 @@ pub use csp_macros::main;
 /// deadlock detection on and [`block_on`](Runtime::block_on)s the body; the runtime is
 /// dropped when the test ends (if the body panicked, with
 /// [`shutdown_timeout`](Runtime::shutdown_timeout)`(1 s)`, so that a worker stuck in a
-/// poll cannot hold the failure back from the harness). It takes `worker_threads = N` and `console = "addr"` as
+/// poll cannot hold the failure back from the harness; a body that returns, an `Err`
+/// included, drops it plainly, waiting for every worker). It takes `worker_threads = N` and `console = "addr"` as
 /// [`main`](macro@main) does, may return a `Result` as any test may, and composes with other test attributes
 /// such as `#[should_panic]`:
 ///

@@ -14,7 +14,8 @@
 //!   send fails), and drops its input, which closes that channel for the stage before.
 //!
 //! So dropping the tail of a pipeline tears the whole pipeline down, stage by stage up to
-//! the [`producer`], and every value in flight is dropped with its channel.
+//! the [`producer`], and every value in flight is dropped with its channel. (A producer
+//! that has ended its stream is no longer part of the pipeline: it runs on to its end.)
 //!
 //! ```
 //! use csp::pipe;
@@ -57,12 +58,12 @@ use crate::chan::{Receiver, RecvError, Sender};
 /// rendezvous channel: the source of a pipeline.
 ///
 /// The process ends when `f`'s future completes or, if sooner, once every receiver is
-/// gone while the stream is open: the future is then dropped where it waits, so a
-/// producer ends with its pipeline even while it waits for something else. `f` should
-/// still stop when a `send` fails, as a loop that ignores the error never waits again.
-/// The channel is `f`'s alone to close from the sending side: dropping (or closing) `tx`
-/// ends the stream for the receivers at once, and `f` then runs on to its end, whether
-/// or not the receivers stay.
+/// gone before `f` ended its stream (a receiver's `close` then counts as theirs): the
+/// future is then dropped where it waits, so a producer ends with its pipeline even
+/// while it waits for something else. `f` should still stop when a `send` fails, as a
+/// loop that ignores the error never waits again. The channel is `f`'s alone to close
+/// from the sending side: dropping (or closing) `tx` ends the stream for the receivers
+/// at once, and `f` then runs on to its end, whether or not the receivers stay.
 ///
 /// ```
 /// use futures::StreamExt;
@@ -84,16 +85,17 @@ where
     T: Send + 'static,
 {
     let (tx, rx) = crate::channel();
-    // Word of the last receiver going while the stream is open, by a channel of its own:
-    // `f` holds the only sender of `tx`'s channel, so dropping (or closing) it ends the
-    // stream at once and ends nothing else; once it has, the receivers' going tears
+    // Word of the last receiver going before `f` ended its stream, by a channel of its
+    // own: `f` holds the only sender of `tx`'s channel, so dropping (or closing) it ends
+    // the stream at once and ends nothing else; once it has, the receivers' going tears
     // nothing down, as there is no output left to be unread.
     let (tear_down, torn_down) = crate::bounded::<()>(1);
-    rx.chan().on_receivers_gone(Box::new(move |still_open| {
-        if still_open {
+    rx.chan().on_receivers_gone(Box::new(move |senders_ended| {
+        if !senders_ended {
             // The one value ever sent, into room for one: it fails only where the
-            // process has ended already.
-            let _ = tear_down.try_send(());
+            // process has ended already. On behalf of the runtime: wherever the last
+            // receiver went, this is no use of the channel by foreign code.
+            let _ = tear_down.offer(());
         }
     }));
     crate::spawn(async move {

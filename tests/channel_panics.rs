@@ -248,16 +248,17 @@ fn let_a_sender_in(
 /// The calling thread's id in the operating system (where it can be watched).
 fn thread_id() -> i64 {
     #[cfg(target_os = "linux")]
-    // SAFETY: `gettid` has no preconditions.
-    return i64::from(unsafe { libc::gettid() });
+    // SAFETY: `gettid` takes no arguments and cannot fail (the system call, as libc's
+    // wrapper needs glibc 2.30).
+    return unsafe { libc::syscall(libc::SYS_gettid) };
     #[cfg(not(target_os = "linux"))]
     return 0;
 }
 
 /// Waits until thread `tid` of this process sleeps in the kernel (Linux: `S` in its
-/// `/proc` stat); elsewhere, returns at once.
+/// `/proc` stat); elsewhere, or where `/proc` cannot be read, returns at once.
 fn wait_until_asleep(tid: i64) {
-    if cfg!(not(target_os = "linux")) {
+    if cfg!(not(target_os = "linux")) || std::fs::metadata("/proc/self/task").is_err() {
         return;
     }
     let stat = format!("/proc/self/task/{tid}/stat");

@@ -183,7 +183,7 @@ fn a_test_that_returns_drops_its_runtime_after_every_process() {
                     inside.store(true, Ordering::SeqCst);
                     // Holds its worker past the end of the body, longer than a bounded
                     // shutdown would wait.
-                    std::thread::sleep(std::time::Duration::from_millis(1500));
+                    std::thread::sleep(std::time::Duration::from_millis(3000));
                     std::future::pending::<()>().await;
                 });
                 while !started.load(Ordering::SeqCst) {

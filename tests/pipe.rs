@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::future::pending;
-use std::time::Duration;
 
 use csp::{ProcessState, Receiver, RecvError, Runtime, pipe};
 use futures::StreamExt;
@@ -360,9 +359,9 @@ fn producer_ends_its_stream_then_runs_on(drop_sender: bool) {
         let rt = runtime(2, "producer-ends-stream");
         let finished = Counter::new();
         let (ack, acked) = csp::channel::<()>();
-        rt.block_on(async {
-            let done = finished.clone();
-            let rx = pipe::producer(move |tx| async move {
+        let done = finished.clone();
+        let rx = rt.block_on(async {
+            pipe::producer(move |tx| async move {
                 tx.send(1u64).await.unwrap();
                 let kept = if drop_sender {
                     drop(tx);
@@ -374,17 +373,43 @@ fn producer_ends_its_stream_then_runs_on(drop_sender: bool) {
                 acked.recv().await.unwrap();
                 drop(kept);
                 done.incr();
-            });
-            assert_eq!(rx.collect::<Vec<_>>().await, [1], "the stream ends");
-            // The receiver is gone: time for a teardown, were there one, to happen
-            // before the word is sent, so that the send fails.
-            csp::sleep(Duration::from_millis(20)).await;
-            ack.send(())
-                .await
-                .expect("the producer still waits for the word");
+            })
         });
+        // The receiver goes with the collect, having seen the end.
+        assert_eq!(rt.block_on(rx.collect::<Vec<_>>()), [1], "the stream ends");
+        // A teardown would have been set off by now: the producer would be woken, or
+        // gone. It still waits for its word, the one process left.
+        wait_until(LIMIT, "the producer waits for its word", || {
+            let processes = rt.processes();
+            processes.len() == 1
+                && processes[0].state == ProcessState::Sleeping
+                && processes[0].waiting_on.is_some()
+        });
+        rt.block_on(ack.send(()))
+            .expect("the producer still waits for the word");
         wait_until(LIMIT, "the producer ran to its end", || finished.get() == 1);
         wait_until_no_process(&rt, LIMIT);
+    });
+}
+
+#[test]
+fn a_producer_is_torn_down_when_a_receiver_closes_its_channel_and_all_go() {
+    // A close from the receivers' side is theirs: the stream was not ended by `f`.
+    bounded(LIMIT, || {
+        let rt = runtime(2, "receiver-closes");
+        let ended = Counter::new();
+        let alive = Tracked::new(0, &ended);
+        let rx = rt.block_on(async {
+            pipe::producer(move |tx: csp::Sender<u64>| async move {
+                let _tx = tx;
+                let _alive = alive;
+                pending::<()>().await
+            })
+        });
+        assert!(rx.close());
+        drop(rx);
+        wait_until_no_process(&rt, LIMIT);
+        assert_eq!(ended.get(), 1);
     });
 }
 

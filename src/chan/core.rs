@@ -53,15 +53,20 @@ pub(crate) struct State<T> {
     /// Receivers waiting through `poll_recv` (the `Stream`): woken, never handed a
     /// value, so one that stops polling hides nothing from the others.
     readers: WaitList<()>,
-    closed: bool,
+    /// Closed, and from which side: `Send` for the senders' end (the last sender's drop,
+    /// a sender's `close`, the runtime closing a channel it feeds), `Recv` for the
+    /// receivers' (the last receiver's drop, a receiver's `close`). Set once, by the
+    /// first close.
+    closed_by: Option<Side>,
     /// Run once the last receiver is gone (after the close): how an `after`/`tick`
     /// channel unlinks its timer, and a pipeline's producer hears its output is unread.
     on_receivers_gone: Option<ReceiversGone>,
 }
 
-/// What runs once a channel's last receiver is gone. It is told whether the channel was
-/// still open until then (`true`: the receivers' going closed it) or had been closed
-/// before, by its senders (all dropped, or one's `close`).
+/// What runs once a channel's last receiver is gone. It is told whether the senders'
+/// side had ended the stream by then (`true`: the channel was closed by the last
+/// sender's drop or a sender's `close`), as against a close from the receivers' side
+/// (the last receiver's drop itself, or a receiver's `close` before it).
 pub(crate) type ReceiversGone = Box<dyn FnOnce(bool) + Send>;
 
 /// What a channel end points to. It must have no `Drop` of its own: the census
@@ -252,11 +257,12 @@ impl<T> State<T> {
     /// wrongly, never the other way).
     #[inline]
     fn readiness(&self, cap: Option<usize>) -> u8 {
-        let recv = self.closed
+        let closed = self.is_closed();
+        let recv = closed
             || !self.buffer.is_empty()
             || !self.returned.is_empty()
             || self.senders.front().is_some();
-        let send = self.closed
+        let send = closed
             || self.receivers.front().is_some()
             || cap.is_none_or(|cap| self.buffer.len() < cap);
         (u8::from(recv) * RECV_READY) | (u8::from(send) * SEND_READY) | READINESS_KEPT
@@ -371,7 +377,7 @@ impl<T> State<T> {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed
+        self.closed_by.is_some()
     }
 
     /// Calls `f` with what each linked entry waits for and its claim flag (the census).
@@ -429,7 +435,7 @@ impl<T> Chan<T> {
             receivers: WaitList::default(),
             watchers: WaitList::default(),
             readers: WaitList::default(),
-            closed: false,
+            closed_by: None,
             on_receivers_gone: None,
         };
         Chan {
@@ -554,17 +560,22 @@ impl<T> Chan<T> {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Closes the channel: every waiting entry fires (senders keep their values, to give
-    /// back as `SendError`; receivers and watchers get nothing). True if this call closed
-    /// it.
+    /// Closes the channel from the senders' side (see [`close_from`](Self::close_from)).
     pub(crate) fn close(&self) -> bool {
+        self.close_from(Side::Send)
+    }
+
+    /// Closes the channel, from the side of `by`: every waiting entry fires (senders
+    /// keep their values, to give back as `SendError`; receivers and watchers get
+    /// nothing). True if this call closed it.
+    pub(crate) fn close_from(&self, by: Side) -> bool {
         let mut wakes = Wakes::default();
         {
             let mut state = self.lock();
-            if state.closed {
+            if state.is_closed() {
                 return false;
             }
-            state.closed = true;
+            state.closed_by = Some(by);
             // Release: pairs with `is_closed`.
             self.closed.store(true, Ordering::Release);
             close_list(&mut state.senders, &mut wakes);
@@ -602,17 +613,18 @@ impl<T> Chan<T> {
         // A waker that panics as the close wakes it (a sender's, a watcher's) must not
         // keep the values from going or the hook from running: its panic comes after.
         let mut panicked = FirstPanic::default();
-        // Stays `true` if the close panics: only a close that closes wakes anyone.
-        let mut closed_it = true;
-        panicked.catch(|| closed_it = self.close());
-        let (unreceivable, hook) = {
+        panicked.catch(|| {
+            self.close_from(Side::Recv);
+        });
+        let (unreceivable, hook, senders_ended) = {
             let mut state = self.lock();
             let mut values = std::mem::take(&mut state.returned);
             values.append(&mut state.buffer);
-            (values, state.on_receivers_gone.take())
+            let senders_ended = state.closed_by == Some(Side::Send);
+            (values, state.on_receivers_gone.take(), senders_ended)
         };
         if let Some(hook) = hook {
-            panicked.catch(|| hook(closed_it));
+            panicked.catch(|| hook(senders_ended));
         }
         // The user's values: a panic of one's drop goes on, as from any container.
         drop(unreceivable);

@@ -21,7 +21,7 @@ impl<T, E: sealed::Sealed<T>> ChannelEnd<T> for E {}
 
 /// The methods both ends share, written once.
 macro_rules! channel_end_methods {
-    () => {
+    ($side:expr) => {
         /// Closes the channel: waiting and future sends fail (giving their values
         /// back), receivers drain what is buffered and then get `RecvError`. True if this
         /// call closed it.
@@ -33,7 +33,7 @@ macro_rules! channel_end_methods {
         /// assert!(tx.is_closed());
         /// ```
         pub fn close(&self) -> bool {
-            self.chan().close()
+            self.chan().close_from($side)
         }
 
         /// True once the channel is closed.

@@ -202,7 +202,7 @@ impl<T> Receiver<T> {
         }
     }
 
-    channel_end_methods!();
+    channel_end_methods!(crate::chan::core::Side::Recv);
 }
 
 impl<T> sealed::Sealed<T> for Receiver<T> {

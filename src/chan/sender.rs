@@ -120,7 +120,7 @@ impl<T> Sender<T> {
         Closed::new(ClosedOp::new(&self.chan))
     }
 
-    channel_end_methods!();
+    channel_end_methods!(crate::chan::core::Side::Send);
 }
 
 impl<T> sealed::Sealed<T> for Sender<T> {

@@ -22,7 +22,9 @@ pub fn run_main<F: Future>(runtime: Runtime, body: F) -> F::Output {
 /// shows as a test that never ends). A body that panics shuts the runtime down with
 /// [`shutdown_timeout`](Runtime::shutdown_timeout) instead, as `run_main` does, so that
 /// a worker stuck in a poll (a process spinning on a flag the failed assertion left
-/// unset, say) cannot keep the panic from reaching the test harness.
+/// unset, say) cannot keep the panic from reaching the test harness. A test that fails
+/// by returning an `Err` is not told apart from one that passes: its runtime is dropped
+/// plainly.
 pub fn run_test<F: Future>(runtime: Runtime, body: F) -> F::Output {
     let mut runtime = ShutDownOnDrop(Some(runtime));
     let output = runtime.get().block_on(body);
