@@ -188,6 +188,14 @@ pub(crate) const LONG_QUEUE_WAITERS: usize = 64;
 #[cfg(feature = "console")]
 pub(crate) const CONSOLE_GRAPH_MAX_NODES: usize = 400;
 
+/// How long Graphviz's `dot` may take to draw the console's wait graph before it is
+/// killed (the picture is then drawn in process, by `layout-rs`): a bound for a `dot`
+/// that hangs, as the console's thread does not sample meanwhile. The largest graph
+/// drawn ([`CONSOLE_GRAPH_MAX_NODES`] processes; a ring of 400 processes and 400
+/// channels) took `dot` 1.4 s on a 2-core test machine under load.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_DOT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Longest head (request line and headers) the console reads: a browser's request is
 /// under 2 KiB; past this it answers 431.
 #[cfg(feature = "console")]
@@ -199,10 +207,12 @@ pub(crate) const CONSOLE_HEAD_LIMIT: usize = 16 * 1024;
 #[cfg(feature = "console")]
 pub(crate) const CONSOLE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The longest one read or write of the console waits before it looks whether the
-/// console stops: how long a shutdown waits for a console that is serving.
+/// The longest one read or write of the console waits before it samples the workers
+/// (when due) and looks whether the console stops: the sampling period, so that a
+/// client that keeps the console waiting leaves no gap in the samples; and how long a
+/// shutdown waits for a console that is serving.
 #[cfg(feature = "console")]
-pub(crate) const CONSOLE_IO_SLICE: Duration = Duration::from_millis(20);
+pub(crate) const CONSOLE_IO_SLICE: Duration = CONSOLE_SAMPLE_PERIOD;
 
 /// How long, and for how many bytes, the console reads what a client still sends after
 /// its answer (a body no route reads) before it closes, so the close does not reset the

@@ -356,7 +356,8 @@ fn a_client_that_announces_a_body_and_sends_none_holds_up_no_one() {
         let (rt, addr) = runtime();
         let (_open, answer) = send_raw(
             addr,
-            b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n",
+            format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 2000\r\n\r\n")
+                .as_bytes(),
         );
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert_eq!(get(addr, "/metrics", Duration::from_secs(10)).0, 200);
@@ -611,4 +612,55 @@ impl Drop for Example {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+#[test]
+fn a_loopback_console_answers_for_loopback_hosts_only() {
+    // A page whose host name an attacker points at 127.0.0.1 (DNS rebinding) reaches the
+    // console through the visitor's browser, with its own name in `Host`.
+    bounded(LIMIT, || {
+        let (_rt, addr) = runtime();
+        let port = addr.port();
+        let ask = |host: &str| {
+            let request = format!("GET /api/processes HTTP/1.1\r\nHost: {host}\r\n\r\n");
+            send_raw(addr, request.as_bytes()).1
+        };
+        for host in [format!("attacker.example:{port}"), "10.1.2.3".to_owned()] {
+            let answer = ask(&host);
+            assert!(answer.starts_with("HTTP/1.1 403"), "{host}: {answer}");
+            assert!(!answer.contains("\"processes\""), "{host}: {answer}");
+        }
+        for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+            let answer = ask(&host);
+            assert!(answer.starts_with("HTTP/1.1 200"), "{host}: {answer}");
+        }
+        // HTTP/1.0 without a Host: no browser sends that.
+        let answer = send_raw(addr, b"GET /metrics HTTP/1.0\r\n\r\n").1;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    });
+}
+
+#[test]
+fn a_long_poll_while_a_silent_client_holds_the_console_is_still_seen() {
+    // The console serves one client at a time; one that connects and sends nothing (a
+    // browser's speculative connection) holds it for the request timeout. The workers'
+    // sampling must go on meanwhile, or a long poll in that time goes unseen.
+    bounded(LIMIT, || {
+        let (rt, addr) = runtime();
+        let silent = TcpStream::connect(addr).expect("connect to the console");
+        // Taken by the console's thread, which now waits on it.
+        std::thread::sleep(Duration::from_millis(100));
+        let blocker = rt.spawn(async {
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        rt.block_on(blocker).unwrap();
+        drop(silent);
+        let (status, metrics) = get(addr, "/metrics", Duration::from_secs(10));
+        assert_eq!(status, 200);
+        let long_polls = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("csp_console_long_polls "))
+            .unwrap_or_else(|| panic!("no csp_console_long_polls in {metrics}"));
+        assert_eq!(long_polls.trim(), "1", "{metrics}");
+    });
 }

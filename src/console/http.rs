@@ -1,7 +1,8 @@
 //! The console's HTTP/1.1: a listener that the console thread looks at between samples,
 //! and one request at a time, read and answered with a bound on everything a client
-//! controls, so that no client can hold the thread (it also samples the workers) or the
-//! runtime's shutdown, which waits for the thread:
+//! controls, so that no client can hold the thread or the runtime's shutdown, which
+//! waits for the thread; the thread goes on sampling the workers while it waits on a
+//! client ([`Handler::between`]):
 //!
 //! - the request's head: at most [`CONSOLE_HEAD_LIMIT`] bytes (431 past it), read within
 //!   [`CONSOLE_REQUEST_TIMEOUT`] (the connection is closed unanswered past it);
@@ -12,6 +13,9 @@
 //!   (`Connection: close`: one request a connection);
 //! - every read and write waits at most [`CONSOLE_IO_SLICE`] at a time, and gives up at
 //!   once when the console stops;
+//! - on a console that listens on a loopback address, a request whose `Host` names
+//!   another host is refused (403): a web page whose name an attacker points at
+//!   `127.0.0.1` (DNS rebinding) must not read the console through the browser;
 //! - a failed `accept` (out of file descriptors, say) is tried again at the next look,
 //!   never the end of the console.
 
@@ -63,6 +67,18 @@ pub(super) struct Request {
     /// The target's path, without its query (`/metrics`), from the origin form or the
     /// absolute form (`http://host:port/metrics`).
     pub(super) path: String,
+    /// The `Host` header's value, if the request has one.
+    pub(super) host: Option<String>,
+}
+
+/// What serves the console's connections: answers a request, and does the thread's
+/// other work while a connection waits on its client.
+pub(super) trait Handler {
+    /// The answer to `request`.
+    fn route(&mut self, request: &Request) -> Response;
+    /// Called before each read and write of a connection, each of which waits at most
+    /// [`CONSOLE_IO_SLICE`].
+    fn between(&mut self);
 }
 
 /// A status and its reason phrase.
@@ -71,6 +87,7 @@ pub(super) struct Status(pub(super) u16, pub(super) &'static str);
 
 pub(super) const OK: Status = Status(200, "OK");
 pub(super) const BAD_REQUEST: Status = Status(400, "Bad Request");
+pub(super) const FORBIDDEN: Status = Status(403, "Forbidden");
 pub(super) const NOT_FOUND: Status = Status(404, "Not Found");
 pub(super) const METHOD_NOT_ALLOWED: Status = Status(405, "Method Not Allowed");
 pub(super) const HEADERS_TOO_LARGE: Status = Status(431, "Request Header Fields Too Large");
@@ -95,26 +112,39 @@ impl Response {
     }
 }
 
-/// Serves one connection: reads its request, has `route` answer it, writes the answer
+/// Serves one connection: reads its request, has `handler` answer it, writes the answer
 /// and closes. Gives up, unanswered, on a client that does not send its request in time
-/// or goes away, and as soon as `stop` is set.
+/// or goes away, and as soon as `stop` is set. `loopback`: the console listens on a
+/// loopback address, and answers only requests for a loopback host.
 pub(super) fn serve_connection(
     mut stream: TcpStream,
     stop: &AtomicBool,
-    route: impl FnOnce(&Request) -> Response,
+    loopback: bool,
+    handler: &mut impl Handler,
 ) {
     let deadline = Instant::now() + CONSOLE_REQUEST_TIMEOUT;
     // Blocking, with a timeout a slice long: the accepted socket may have inherited the
     // listener's non-blocking mode.
+    // No delay: the answer's head and body go in two writes, which must not wait for
+    // the client's delayed acknowledgement of the first.
     if stream.set_nonblocking(false).is_err()
         || stream.set_read_timeout(Some(CONSOLE_IO_SLICE)).is_err()
         || stream.set_write_timeout(Some(CONSOLE_IO_SLICE)).is_err()
+        || stream.set_nodelay(true).is_err()
     {
         return;
     }
-    let (response, head_only) = match read_head(&mut stream, stop, deadline) {
+    let (response, head_only) = match read_head(&mut stream, stop, deadline, handler) {
         Ok(head) => match parse(&head) {
-            Some(request) => (route(&request), request.method == Method::Head),
+            Some(request) if loopback && !names_loopback(request.host.as_deref()) => (
+                plain(
+                    FORBIDDEN,
+                    "csp console: it answers for a loopback host only (open it as \
+                     http://127.0.0.1:PORT/ or http://localhost:PORT/)\n",
+                ),
+                false,
+            ),
+            Some(request) => (handler.route(&request), request.method == Method::Head),
             None => (
                 plain(BAD_REQUEST, "csp console: a malformed request\n"),
                 false,
@@ -130,9 +160,29 @@ pub(super) fn serve_connection(
         Err(Refusal::Gone) => return,
     };
     let deadline = Instant::now() + CONSOLE_REQUEST_TIMEOUT;
-    if write_response(&mut stream, &response, head_only, stop, deadline).is_ok() {
-        linger(&mut stream, stop);
+    if write_response(&mut stream, &response, head_only, stop, deadline, handler).is_ok() {
+        linger(&mut stream, stop, handler);
     }
+}
+
+/// Whether a request's `Host` names this machine's loopback interface (`localhost`, a
+/// name under it, or a loopback address; with or without a port). A request without
+/// one (HTTP/1.0) is let through: a browser always sends it.
+fn names_loopback(host: Option<&str>) -> bool {
+    let Some(host) = host else {
+        return true;
+    };
+    // `[v6]:port`, `[v6]`, `name:port`, `v4:port`, `name`.
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A plain-text answer.
@@ -153,14 +203,20 @@ fn read_head(
     stream: &mut TcpStream,
     stop: &AtomicBool,
     deadline: Instant,
+    handler: &mut impl Handler,
 ) -> Result<Vec<u8>, Refusal> {
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
+    // Where the blank line may begin in what came since the last look: the bytes
+    // before were looked at already (a head trickled byte by byte costs no rescans).
+    let mut from = 0;
     loop {
-        if let Some(end) = head_end(&head) {
-            head.truncate(end);
+        if let Some(end) = head_end(&head[from..]) {
+            head.truncate(from + end);
             return Ok(head);
         }
+        // The blank line is at most 4 bytes, of which 3 may be in what came before.
+        from = head.len().saturating_sub(3);
         if head.len() >= CONSOLE_HEAD_LIMIT {
             return Err(Refusal::TooLarge);
         }
@@ -168,6 +224,7 @@ fn read_head(
         if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
             return Err(Refusal::Gone);
         }
+        handler.between();
         match stream.read(&mut buf) {
             Ok(0) => return Err(Refusal::Gone),
             Ok(n) => head.extend_from_slice(&buf[..n]),
@@ -188,9 +245,11 @@ fn head_end(bytes: &[u8]) -> Option<usize> {
     }
 }
 
-/// The request line of `head`: `METHOD TARGET HTTP/1.x`. `None` if it is not one.
+/// The request line of `head`, `METHOD TARGET HTTP/1.x`, and its `Host` header. `None`
+/// if the line is not one.
 fn parse(head: &[u8]) -> Option<Request> {
-    let line = head.split(|&b| b == b'\n').next()?;
+    let mut lines = head.split(|&b| b == b'\n');
+    let line = lines.next()?;
     let line = std::str::from_utf8(line).ok()?.trim_end_matches('\r');
     let mut parts = line.split(' ');
     let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
@@ -204,14 +263,28 @@ fn parse(head: &[u8]) -> Option<Request> {
         _ => Method::Other,
     };
     // The absolute form names the scheme and host before the path (a `://` after the
-    // path's `/` is the query's).
+    // path's `/` is the query's), and the host's part ends at the path, the query or
+    // the fragment, whichever comes first.
     let target = match target.split_once("://") {
-        Some((_, rest)) if !target.starts_with('/') => rest.find('/').map_or("/", |at| &rest[at..]),
+        Some((_, rest)) if !target.starts_with('/') => {
+            let after_host = &rest[rest.find(['/', '?', '#']).unwrap_or(rest.len())..];
+            if after_host.starts_with('/') {
+                after_host
+            } else {
+                "/"
+            }
+        }
         _ if target.starts_with('/') => target,
         _ => return None,
     };
     let path = target.split(['?', '#']).next().unwrap_or("/").to_owned();
-    Some(Request { method, path })
+    let host = lines.find_map(|line| {
+        let line = std::str::from_utf8(line).ok()?;
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("host")
+            .then(|| value.trim().to_owned())
+    });
+    Some(Request { method, path, host })
 }
 
 /// Writes `response` (its head alone for a `HEAD`) within `deadline`.
@@ -221,6 +294,7 @@ fn write_response(
     head_only: bool,
     stop: &AtomicBool,
     deadline: Instant,
+    handler: &mut impl Handler,
 ) -> io::Result<()> {
     let Status(code, reason) = response.status;
     let mut bytes = format!(
@@ -233,21 +307,21 @@ fn write_response(
         bytes.push_str(&format!("{name}: {value}\r\n"));
     }
     bytes.push_str("\r\n");
-    let mut bytes = bytes.into_bytes();
-    if !head_only {
-        bytes.extend_from_slice(response.body.as_bytes());
-    }
-    let mut written = 0;
-    while written < bytes.len() {
-        // Relaxed: as in `read_head`.
-        if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        match stream.write(&bytes[written..]) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => written += n,
-            Err(err) if waits(&err) => {}
-            Err(err) => return Err(err),
+    let body = if head_only { "" } else { &response.body };
+    for part in [bytes.as_bytes(), body.as_bytes()] {
+        let mut written = 0;
+        while written < part.len() {
+            // Relaxed: as in `read_head`.
+            if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            handler.between();
+            match stream.write(&part[written..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => written += n,
+                Err(err) if waits(&err) => {}
+                Err(err) => return Err(err),
+            }
         }
     }
     stream.flush()
@@ -256,7 +330,7 @@ fn write_response(
 /// After the answer: says the connection is done writing, and reads what the client
 /// still sends (a body no route reads) for a moment, so that the close does not reset
 /// the connection before the client has read the answer. Bounded in time and bytes.
-fn linger(stream: &mut TcpStream, stop: &AtomicBool) {
+fn linger(stream: &mut TcpStream, stop: &AtomicBool, handler: &mut impl Handler) {
     if stream.shutdown(Shutdown::Write).is_err() {
         return;
     }
@@ -268,6 +342,7 @@ fn linger(stream: &mut TcpStream, stop: &AtomicBool) {
         && !stop.load(Ordering::Relaxed)
         && Instant::now() < deadline
     {
+        handler.between();
         match stream.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => drained += n,
@@ -297,6 +372,7 @@ mod tests {
             Some(Request {
                 method,
                 path: path.to_owned(),
+                host: Some("x".to_owned()),
             })
         };
         assert_eq!(request("GET / HTTP/1.1"), at(Method::Get, "/"));
@@ -313,6 +389,11 @@ mod tests {
             request("GET /metrics?from=http://grafana/x HTTP/1.1"),
             at(Method::Get, "/metrics")
         );
+        assert_eq!(
+            request("GET http://host?x=/metrics HTTP/1.1"),
+            at(Method::Get, "/")
+        );
+        assert_eq!(request("GET http://host#/x HTTP/1.1"), at(Method::Get, "/"));
         assert_eq!(request("POST / HTTP/1.1"), at(Method::Other, "/"));
         for malformed in [
             "",
@@ -324,6 +405,80 @@ mod tests {
         ] {
             assert_eq!(request(malformed), None, "{malformed:?}");
         }
+    }
+
+    #[test]
+    fn the_host_header_is_found_in_any_case_and_may_be_missing() {
+        let host = |head: &str| parse(head.as_bytes()).and_then(|r| r.host);
+        assert_eq!(
+            host("GET / HTTP/1.1\r\nAccept: */*\r\nhOsT:  127.0.0.1:9 \r\n"),
+            Some("127.0.0.1:9".to_owned())
+        );
+        assert_eq!(host("GET / HTTP/1.0\r\nAccept: */*\r\n"), None);
+    }
+
+    #[test]
+    fn only_loopback_hosts_are_answered_on_a_loopback_console() {
+        for host in [
+            "localhost",
+            "LocalHost:8080",
+            "localhost.",
+            "app.localhost:1",
+            "127.0.0.1",
+            "127.0.0.1:9000",
+            "127.8.9.10:1",
+            "[::1]",
+            "[::1]:9000",
+        ] {
+            assert!(names_loopback(Some(host)), "{host}");
+        }
+        assert!(names_loopback(None), "no Host: HTTP/1.0");
+        for host in [
+            "attacker.example",
+            "attacker.example:9000",
+            "localhost.attacker.example",
+            "10.0.0.1:9000",
+            "[::2]:9000",
+            "",
+        ] {
+            assert!(!names_loopback(Some(host)), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_head_sent_a_byte_at_a_time_is_read_whole_and_the_thread_does_its_work_meanwhile() {
+        struct Counting(usize);
+        impl Handler for Counting {
+            fn route(&mut self, _: &Request) -> Response {
+                unreachable!("read_head routes nothing")
+            }
+            fn between(&mut self) {
+                self.0 += 1;
+            }
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            stream.set_nodelay(true).unwrap();
+            // The blank line comes across four reads, the last byte after a pause.
+            for &byte in b"GET / HTTP/1.1\r\nHost: x\r\n\r\nbody" {
+                stream.write_all(&[byte]).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            stream
+        });
+        let (mut stream, _) = listener.accept().unwrap();
+        stream.set_read_timeout(Some(CONSOLE_IO_SLICE)).unwrap();
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        let mut handler = Counting(0);
+        let head = read_head(&mut stream, &AtomicBool::new(false), deadline, &mut handler);
+        let Ok(head) = head else {
+            panic!("no head read");
+        };
+        assert_eq!(head, b"GET / HTTP/1.1\r\nHost: x");
+        assert!(handler.0 > 0, "the thread's work waited for the client");
+        drop(client.join().unwrap());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The console's thread: it serves the routes, samples the workers between requests, and
-//! stops when the runtime drops (the [`Service`] it returns).
+//! The console's thread: it serves the routes, samples the workers between requests (and
+//! while a request waits on its client), and stops when the runtime drops (the
+//! [`Service`] it returns).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,12 +44,11 @@ impl Drop for Running {
 pub(super) fn start(handle: &Handle, addr: &str) -> io::Result<Service> {
     let listener = Listener::bind(addr).map_err(|err| {
         io::Error::new(
-            io::ErrorKind::AddrNotAvailable,
+            err.kind(),
             format!("csp: the console cannot serve on {addr}: {err}"),
         )
     })?;
     let local = listener.local_addr()?;
-    handle.shared.set_console_addr(local);
     let stop = Arc::new(AtomicBool::new(false));
     let thread = std::thread::Builder::new()
         .name("csp-console".to_owned())
@@ -56,6 +56,8 @@ pub(super) fn start(handle: &Handle, addr: &str) -> io::Result<Service> {
             let (shared, stop) = (handle.shared.clone(), stop.clone());
             move || serve(&shared, &listener, &stop)
         })?;
+    // Once it serves: a console that could not start has no address to report.
+    handle.shared.set_console_addr(local);
     eprintln!("csp: console on http://{local}/");
     Ok(Service::new(Running {
         stop,
@@ -66,31 +68,68 @@ pub(super) fn start(handle: &Handle, addr: &str) -> io::Result<Service> {
 /// The thread's loop: a sample every period, a tick every second, the connections
 /// waiting between, one at a time.
 fn serve(shared: &Shared, listener: &Listener, stop: &AtomicBool) {
-    let mut sampler = Sampler::new(shared);
-    let mut next_sample = Instant::now();
-    let mut next_tick = next_sample;
+    let loopback = listener
+        .local_addr()
+        .is_ok_and(|addr| addr.ip().is_loopback());
+    let now = Instant::now();
+    let mut console = Console {
+        shared,
+        stop,
+        sampler: Sampler::new(shared),
+        next_sample: now,
+        next_tick: now,
+    };
     // Relaxed: see `Running::drop`.
     while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        if now >= next_sample {
-            sampler.sample(shared, now);
-            next_sample = (next_sample + CONSOLE_SAMPLE_PERIOD).max(now);
-        }
-        if now >= next_tick {
-            sampler.tick(shared, &shared.processes(), now);
-            next_tick = now + CONSOLE_TICK;
-        }
+        console.keep_time();
         match listener.accept() {
-            Some(stream) => {
-                http::serve_connection(stream, stop, |request| route(shared, &sampler, request));
-            }
-            None => std::thread::sleep(next_sample.saturating_duration_since(Instant::now())),
+            Some(stream) => http::serve_connection(stream, stop, loopback, &mut console),
+            None => std::thread::sleep(
+                console
+                    .next_sample
+                    .saturating_duration_since(Instant::now()),
+            ),
         }
     }
 }
 
+/// What the console's thread keeps: the sampler, and when it next samples and ticks.
+struct Console<'a> {
+    shared: &'a Shared,
+    stop: &'a AtomicBool,
+    sampler: Sampler,
+    next_sample: Instant,
+    next_tick: Instant,
+}
+
+impl Console<'_> {
+    /// Samples the workers, and ticks, where it is time to.
+    fn keep_time(&mut self) {
+        let now = Instant::now();
+        if now >= self.next_sample {
+            self.sampler.sample(self.shared, now);
+            self.next_sample = (self.next_sample + CONSOLE_SAMPLE_PERIOD).max(now);
+        }
+        if now >= self.next_tick {
+            self.sampler
+                .tick(self.shared, &self.shared.processes(), now);
+            self.next_tick = now + CONSOLE_TICK;
+        }
+    }
+}
+
+impl http::Handler for Console<'_> {
+    fn route(&mut self, request: &Request) -> Response {
+        route(self.shared, &self.sampler, self.stop, request)
+    }
+
+    fn between(&mut self) {
+        self.keep_time();
+    }
+}
+
 /// The answer to one request.
-fn route(shared: &Shared, sampler: &Sampler, request: &Request) -> Response {
+fn route(shared: &Shared, sampler: &Sampler, stop: &AtomicBool, request: &Request) -> Response {
     if request.method == Method::Other {
         let mut response = http::plain(http::METHOD_NOT_ALLOWED, "csp console: GET only\n");
         response.headers.push(("Allow", "GET, HEAD"));
@@ -109,7 +148,7 @@ fn route(shared: &Shared, sampler: &Sampler, request: &Request) -> Response {
             let metrics = shared.metrics();
             let page = Page {
                 metrics: &metrics,
-                graph: picture(shared, rows.len()),
+                graph: picture(shared, rows.len(), stop),
                 rows: &rows,
                 warnings: &warnings,
                 history: &history,
@@ -126,10 +165,12 @@ fn route(shared: &Shared, sampler: &Sampler, request: &Request) -> Response {
             "text/vnd.graphviz; charset=utf-8",
             shared.wait_graph(None),
         ),
-        "/api/graph.svg" => match picture(shared, shared.metrics().processes_alive as usize) {
-            Ok(svg) => Response::new(http::OK, "image/svg+xml", svg),
-            Err(why) => http::plain(http::UNAVAILABLE, &format!("no picture: {why}\n")),
-        },
+        "/api/graph.svg" => {
+            match picture(shared, shared.metrics().processes_alive as usize, stop) {
+                Ok(svg) => Response::new(http::OK, "image/svg+xml", svg),
+                Err(why) => http::plain(http::UNAVAILABLE, &format!("no picture: {why}\n")),
+            }
+        }
         "/metrics" => {
             let long_polls = sampler.long_polls().count();
             Response::new(
@@ -142,13 +183,13 @@ fn route(shared: &Shared, sampler: &Sampler, request: &Request) -> Response {
     }
 }
 
-/// The wait graph as SVG, unless it is too large to draw.
-fn picture(shared: &Shared, processes: usize) -> Result<String, String> {
+/// The wait graph as SVG, unless it is too large to draw (or the console stops first).
+fn picture(shared: &Shared, processes: usize, stop: &AtomicBool) -> Result<String, String> {
     if processes > CONSOLE_GRAPH_MAX_NODES {
         return Err(format!(
             "{processes} processes are more than a picture shows ({CONSOLE_GRAPH_MAX_NODES} at \
              most); /api/graph.dot has the graph"
         ));
     }
-    graph::svg(&shared.wait_graph(None))
+    graph::svg(&shared.wait_graph(None), stop)
 }
