@@ -366,7 +366,8 @@ pub use csp_macros::prialt;
 /// fast on a panic or an `Err`.
 ///
 /// Dropping the future that contains a pending `par!` aborts every branch still running:
-/// their futures are dropped.
+/// their futures are dropped by their workers, soon after, not before that drop returns
+/// (a branch in the middle of a poll finishes the poll first).
 pub use csp_macros::par;
 
 /// As [`par!`], for branches that return `Result<_, E>` (one `E` for all): evaluates to

@@ -52,8 +52,8 @@ pub struct ParGroup<E> {
 
 struct Group<E> {
     /// Set once, under the lock, with a failure that stops the other branches
-    /// (`try_par!`'s). Read without the lock, it spares the join's polls the lock while
-    /// nothing has failed.
+    /// (`try_par!`'s). Read without the lock, it spares the join's polls the lock once
+    /// a branch has failed.
     aborting: AtomicBool,
     /// Branches spawned so far: the next one's place in written order (the macros
     /// spawn them in that order, on one thread).
