@@ -474,8 +474,15 @@ impl<T, Rest: ParBranches> ParBranches for (ParBranch<T>, Rest) {
 
     fn take_outputs(&mut self) -> Result<(T, Rest::Output), Missing> {
         let first = self.0.take().map_err(|err| (0, err))?;
-        let rest = self.1.take_outputs().map_err(|(i, err)| (i + 1, err))?;
-        Ok((first, rest))
+        match self.1.take_outputs() {
+            Ok(rest) => Ok((first, rest)),
+            Err((i, err)) => {
+                // The user's value, read by no one: its drop's panic caught, as
+                // `discard` catches the others'.
+                catching(move || drop(first));
+                Err((i + 1, err))
+            }
+        }
     }
 
     fn discard(&mut self) {
@@ -502,7 +509,16 @@ impl<T> ParBranches for Vec<ParBranch<T>> {
     fn take_outputs(&mut self) -> Result<Vec<T>, Missing> {
         let mut outputs = Vec::with_capacity(self.len());
         for (i, branch) in self.iter_mut().enumerate() {
-            outputs.push(branch.take().map_err(|err| (i, err))?);
+            match branch.take() {
+                Ok(output) => outputs.push(output),
+                Err(err) => {
+                    // As in the tuple's: each taken output's drop caught on its own.
+                    for output in outputs {
+                        catching(move || drop(output));
+                    }
+                    return Err((i, err));
+                }
+            }
         }
         Ok(outputs)
     }

@@ -683,6 +683,52 @@ fn a_branch_cancelled_by_its_runtime_shutting_down_makes_par_panic() {
     });
 }
 
+/// A value whose drop panics.
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("an output's drop panics");
+    }
+}
+
+#[test]
+fn outputs_kept_when_the_runtime_cancels_a_later_branch_are_dropped_with_panics_caught() {
+    // Two branches completed with values whose drops panic; the third is cancelled by
+    // the shutdown. par! panics saying so: the two drops' panics are caught (reported),
+    // neither replaces that message, and the second cannot abort the process.
+    bounded(30, || {
+        let rt = runtime(1, "par-shutdown-drops");
+        let started = Counter::new();
+        let drops = Counter::new();
+        let (outcome_tx, outcome_rx) = mpsc::channel();
+        {
+            let (started, drops) = (started.clone(), drops.clone());
+            rt.handle().spawn_blocking(move || {
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    futures::executor::block_on(async {
+                        csp::par!(
+                            async { PanicsOnDrop },
+                            async { PanicsOnDrop },
+                            endless(&started, &drops)
+                        );
+                    })
+                }));
+                outcome_tx.send(outcome).unwrap();
+            });
+        }
+        wait_until(10, "the endless branch has started", || started.get() == 1);
+        drop(rt);
+        let payload = outcome_rx.recv().unwrap().expect_err("par! panics");
+        let message = panic_message(payload.as_ref()).unwrap();
+        assert!(
+            message.starts_with("csp: par! branch 2 did not complete"),
+            "{message}"
+        );
+        assert_eq!(drops.get(), 1);
+    });
+}
+
 #[test]
 fn a_deadlock_inside_a_par_is_reported() {
     // The join keeps csp's own reference to its owner's waker, so deadlock detection
