@@ -207,6 +207,13 @@ pub(crate) const CONSOLE_HEAD_LIMIT: usize = 16 * 1024;
 #[cfg(feature = "console")]
 pub(crate) const CONSOLE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Connections the console keeps accepted while they have sent nothing (each at most
+/// [`CONSOLE_REQUEST_TIMEOUT`]), so that it serves whichever speaks first: a browser
+/// opens up to 6 to a host, some of them speculatively, to send nothing. Past this,
+/// new ones wait in the listen backlog.
+#[cfg(feature = "console")]
+pub(crate) const CONSOLE_WAITING_CONNECTIONS: usize = 32;
+
 /// The longest one read or write of the console waits before it samples the workers
 /// (when due) and looks whether the console stops: the sampling period, so that a
 /// client that keeps the console waiting leaves no gap in the samples; and how long a

@@ -403,7 +403,6 @@ fn a_slow_or_endless_request_is_cut_off_and_the_others_are_served() {
             status.is_empty() || status.starts_with("HTTP/1.1 431"),
             "{status}"
         );
-        // Served once the silent client's time is up, at most.
         assert_eq!(get(addr, "/metrics", Duration::from_secs(10)).0, 200);
         // And the runtime's drop does not wait for a silent client.
         let _silent_again = TcpStream::connect(addr).unwrap();
@@ -641,20 +640,21 @@ fn a_loopback_console_answers_for_loopback_hosts_only() {
 }
 
 #[test]
-fn a_long_poll_while_a_silent_client_holds_the_console_is_still_seen() {
-    // The console serves one client at a time; one that connects and sends nothing (a
-    // browser's speculative connection) holds it for the request timeout. The workers'
-    // sampling must go on meanwhile, or a long poll in that time goes unseen.
+fn a_long_poll_while_a_slow_client_holds_the_console_is_still_seen() {
+    // The console reads one request at a time; a client that sends part of its head and
+    // then nothing holds it for the request timeout. The workers' sampling must go on
+    // meanwhile, or a long poll in that time goes unseen.
     bounded(LIMIT, || {
         let (rt, addr) = runtime();
-        let silent = TcpStream::connect(addr).expect("connect to the console");
-        // Taken by the console's thread, which now waits on it.
+        let mut slow = TcpStream::connect(addr).expect("connect to the console");
+        slow.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+        // Taken by the console's thread, which now waits for the rest.
         std::thread::sleep(Duration::from_millis(100));
         let blocker = rt.spawn(async {
             std::thread::sleep(Duration::from_millis(300));
         });
         rt.block_on(blocker).unwrap();
-        drop(silent);
+        drop(slow);
         let (status, metrics) = get(addr, "/metrics", Duration::from_secs(10));
         assert_eq!(status, 200);
         let long_polls = metrics
@@ -662,5 +662,35 @@ fn a_long_poll_while_a_silent_client_holds_the_console_is_still_seen() {
             .find_map(|line| line.strip_prefix("csp_console_long_polls "))
             .unwrap_or_else(|| panic!("no csp_console_long_polls in {metrics}"));
         assert_eq!(long_polls.trim(), "1", "{metrics}");
+    });
+}
+
+#[test]
+fn silent_connections_hold_up_no_one() {
+    // Connections that send nothing (a browser opens some speculatively) wait aside for
+    // their 2 s; a client that speaks meanwhile is served at once.
+    bounded(LIMIT, || {
+        let (_rt, addr) = runtime();
+        let silent: Vec<_> = (0..8)
+            .map(|_| TcpStream::connect(addr).expect("connect to the console"))
+            .collect();
+        // Taken by the console's thread.
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(get(addr, "/metrics", Duration::from_secs(10)).0, 200);
+        // Served while every silent connection still waited: none was closed by its
+        // time running out before (a console that served them in turn gives each its
+        // 2 s, and closes it unanswered, before it gets to the request).
+        for mut conn in silent {
+            conn.set_nonblocking(true).unwrap();
+            let mut byte = [0u8; 1];
+            let still_open = matches!(
+                conn.read(&mut byte),
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock
+            );
+            assert!(
+                still_open,
+                "a silent connection was closed before the request was served"
+            );
+        }
     });
 }

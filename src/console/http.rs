@@ -4,6 +4,9 @@
 //! waits for the thread; the thread goes on sampling the workers while it waits on a
 //! client ([`Handler::between`]):
 //!
+//! - a connection that has sent nothing waits aside ([`Waiting`]), at most
+//!   [`CONSOLE_REQUEST_TIMEOUT`], while the others are served: the first to speak is
+//!   served first, so a silent one (a browser's speculative connection) holds up no one;
 //! - the request's head: at most [`CONSOLE_HEAD_LIMIT`] bytes (431 past it), read within
 //!   [`CONSOLE_REQUEST_TIMEOUT`] (the connection is closed unanswered past it);
 //! - its body, which no route reads: never read as such, only drained, after the
@@ -26,7 +29,7 @@ use std::time::Instant;
 
 use crate::tuning::{
     CONSOLE_HEAD_LIMIT, CONSOLE_IO_SLICE, CONSOLE_LINGER, CONSOLE_LINGER_BYTES,
-    CONSOLE_REQUEST_TIMEOUT,
+    CONSOLE_REQUEST_TIMEOUT, CONSOLE_WAITING_CONNECTIONS,
 };
 
 /// The console's listening socket, non-blocking: the thread looks at it between
@@ -49,6 +52,45 @@ impl Listener {
     /// out of file descriptors, which frees some in time).
     pub(super) fn accept(&self) -> Option<TcpStream> {
         self.0.accept().ok().map(|(stream, _)| stream)
+    }
+}
+
+/// The connections accepted that have sent nothing yet, each with the instant it is
+/// dropped at if it still has not; non-blocking.
+#[derive(Default)]
+pub(super) struct Waiting {
+    streams: Vec<(TcpStream, Instant)>,
+}
+
+impl Waiting {
+    /// Takes what the listener has waiting (while fewer than
+    /// [`CONSOLE_WAITING_CONNECTIONS`] wait here: the rest wait in its backlog), drops
+    /// the connections whose time is up or that failed, and returns one that has sent
+    /// something, or closed (serving it finds that at once), if any has.
+    pub(super) fn next(&mut self, listener: &Listener) -> Option<TcpStream> {
+        while self.streams.len() < CONSOLE_WAITING_CONNECTIONS {
+            let Some(stream) = listener.accept() else {
+                break;
+            };
+            // Accepted sockets do not take the listener's non-blocking mode everywhere.
+            if stream.set_nonblocking(true).is_ok() {
+                self.streams
+                    .push((stream, Instant::now() + CONSOLE_REQUEST_TIMEOUT));
+            }
+        }
+        let now = Instant::now();
+        let mut byte = [0u8; 1];
+        let mut i = 0;
+        while i < self.streams.len() {
+            let (stream, until) = &self.streams[i];
+            match stream.peek(&mut byte) {
+                Ok(_) => return Some(self.streams.swap_remove(i).0),
+                Err(err) if waits(&err) && now < *until => i += 1,
+                // Silent too long, or reset: closed unanswered.
+                Err(_) => drop(self.streams.swap_remove(i)),
+            }
+        }
+        None
     }
 }
 

@@ -66,7 +66,7 @@ pub(super) fn start(handle: &Handle, addr: &str) -> io::Result<Service> {
 }
 
 /// The thread's loop: a sample every period, a tick every second, the connections
-/// waiting between, one at a time.
+/// waiting between, one at a time, in the order they speak.
 fn serve(shared: &Shared, listener: &Listener, stop: &AtomicBool) {
     let loopback = listener
         .local_addr()
@@ -79,10 +79,11 @@ fn serve(shared: &Shared, listener: &Listener, stop: &AtomicBool) {
         next_sample: now,
         next_tick: now,
     };
+    let mut waiting = http::Waiting::default();
     // Relaxed: see `Running::drop`.
     while !stop.load(Ordering::Relaxed) {
         console.keep_time();
-        match listener.accept() {
+        match waiting.next(listener) {
             Some(stream) => http::serve_connection(stream, stop, loopback, &mut console),
             None => std::thread::sleep(
                 console
