@@ -17,7 +17,6 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
@@ -26,6 +25,7 @@ use crate::chan::Closed;
 use crate::chan::core::Chan;
 use crate::chan::ops::ClosedOp;
 use crate::loom::sync::Mutex;
+use crate::task::panic::FirstPanic;
 
 /// A signal that processes wait for, in `alt!` (`cancelled(token) => ..`) or as a
 /// future ([`cancelled`](Self::cancelled)), and that is cancelled only by a call to
@@ -115,6 +115,7 @@ impl CancellationToken {
     /// let token = csp::CancellationToken::new();
     /// assert!(!token.is_cancelled());
     /// ```
+    #[track_caller]
     pub fn new() -> CancellationToken {
         CancellationToken {
             node: Node::new(Chan::new(Some(0)), None),
@@ -138,22 +139,21 @@ impl CancellationToken {
         // Every node of the subtree, even one cancelled before: a `cancel` racing this
         // one may have closed a node and not yet reached its children, and this call
         // returns only once the whole subtree is cancelled.
-        let mut first_panic = None;
+        let mut panicked = FirstPanic::default();
         let mut stack = vec![self.node.clone()];
         while let Some(node) = stack.pop() {
             node.chan.note_use();
             // A waiter's waker may panic as the close wakes it: the close has happened
-            // by then, so go on with the children, and resume the first panic after.
-            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| node.chan.close())) {
-                first_panic.get_or_insert(panic);
-            }
+            // by then, so go on with the children, and resume the first panic after
+            // (a later one's payload is let go with its own drop's panic caught).
+            panicked.catch(|| {
+                node.chan.close();
+            });
             // After the close: a child made from now on sees it and is born cancelled.
             let children = node.children.lock();
             stack.extend(children.iter().filter_map(Weak::upgrade));
         }
-        if let Some(panic) = first_panic {
-            crate::task::panic::resume(panic);
-        }
+        panicked.resume();
     }
 
     /// True once the token is cancelled.
@@ -197,6 +197,7 @@ impl CancellationToken {
     /// child.cancel();
     /// assert!(child.is_cancelled() && !parent.is_cancelled());
     /// ```
+    #[track_caller]
     pub fn child_token(&self) -> CancellationToken {
         // Foreign from birth: its ancestors may be cancelled from anywhere, so a wait on
         // it never counts as blocked (see the type's docs).
@@ -271,6 +272,7 @@ impl Clone for CancellationToken {
 }
 
 impl Default for CancellationToken {
+    #[track_caller]
     fn default() -> Self {
         CancellationToken::new()
     }

@@ -6,6 +6,7 @@
 //! notified: O(1) per completion however many processes the set holds. A new slot
 //! starts notified, so that its handle is polled once, to register its waker.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::panic::Location;
@@ -18,6 +19,7 @@ use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::runtime::{Handle, groups};
 use crate::task::JoinError;
+use crate::task::panic::{FirstPanic, catching};
 use crate::wait::JoinHandle;
 use crate::wait::foreign::ForeignWaker;
 use crate::wait::join::{internal_clone, wake_same};
@@ -80,14 +82,15 @@ struct Notified {
 
 #[derive(Default)]
 struct NotifiedState {
-    /// Indices of slots whose process may have completed.
-    slots: Vec<usize>,
+    /// Indices of slots whose process may have completed, in the order they were woken:
+    /// taken from the front, so that the set hands out processes in the order they end.
+    slots: VecDeque<usize>,
     /// Whoever awaits the set.
     waiter: Option<ForeignWaker>,
 }
 
 impl Notified {
-    /// Only vector pushes and pops and waker swaps run under the lock.
+    /// Only queue pushes and pops and waker swaps run under the lock.
     fn lock(&self) -> impl std::ops::DerefMut<Target = NotifiedState> + '_ {
         self.state.lock()
     }
@@ -114,7 +117,7 @@ impl Wake for SlotWaker {
         }
         let waiter = {
             let mut state = self.notified.lock();
-            state.slots.push(self.index);
+            state.slots.push_back(self.index);
             state.waiter.take()
         };
         // Outside the lock: the waker is the awaiting side's code.
@@ -319,7 +322,7 @@ impl<T> JoinSet<T> {
             return Poll::Ready(None);
         }
         loop {
-            let popped = self.notified.lock().slots.pop();
+            let popped = self.notified.lock().slots.pop_front();
             let Some(index) = popped else {
                 if let Some(waiter) = waiter {
                     self.wait(waiter);
@@ -343,6 +346,11 @@ impl<T> JoinSet<T> {
                 groups::leave(id);
                 self.free.push(index);
                 self.len -= 1;
+                if self.len == 0 {
+                    // Empty: the runtimes of processes gone no longer bar deadlock
+                    // detection from the set's next processes.
+                    self.runtime = Runtimes::None;
+                }
                 return Poll::Ready(Some((id, result)));
             }
         }
@@ -438,6 +446,7 @@ impl<T> JoinSet<T> {
         }
         self.free.clear();
         self.len = 0;
+        self.runtime = Runtimes::None;
         // A list of its own: the detached processes' slot wakers still hold the old one,
         // and may yet queue their stale indices there.
         self.notified = Arc::new(Notified {
@@ -458,7 +467,13 @@ impl<T> JoinSet<T> {
     /// ```
     pub async fn shutdown(&mut self) {
         self.abort_all();
-        while self.join_next().await.is_some() {}
+        // What the processes left (outputs, panics' payloads) is the user's: should a
+        // drop of it panic, the panic comes once every process has ended.
+        let mut panicked = FirstPanic::default();
+        while let Some(done) = self.join_next().await {
+            panicked.catch(move || drop(done));
+        }
+        panicked.resume();
     }
 
     /// Waits for every process and returns their outputs, in the order they ended. The
@@ -483,7 +498,16 @@ impl<T> JoinSet<T> {
             match done {
                 Ok(output) => outputs.push(output),
                 Err(err) => {
-                    self.shutdown().await;
+                    // Nobody reads the outputs gathered so far, nor what the others
+                    // leave: each goes now, its drop's panic caught (one while the
+                    // panic below unwinds would abort the process).
+                    for output in outputs {
+                        catching(move || drop(output));
+                    }
+                    self.abort_all();
+                    while let Some(done) = self.join_next().await {
+                        catching(move || drop(done));
+                    }
                     match err.try_into_panic() {
                         Ok(payload) => std::panic::resume_unwind(payload),
                         Err(err) => panic!("csp: JoinSet::join_all: {err}"),

@@ -322,6 +322,50 @@ fn a_drop_guard_dropped_while_unwinding_lets_go_of_a_panic_whose_payload_panics_
 }
 
 #[test]
+fn a_cancel_whose_wakers_panic_in_two_tokens_still_cancels_the_whole_tree() {
+    // The waiters of a token and of its child panic as they are woken, with payloads
+    // whose own drops panic: `cancel` resumes the first panic, lets the second's payload
+    // go with its drop's panic caught, and reaches the grandchild all the same (the
+    // second payload's drop panicked out of `cancel` before it got there).
+    struct PanicsWithPanickyPayload(Counter);
+
+    impl std::task::Wake for PanicsWithPanickyPayload {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            std::panic::panic_any(common::PanicOnDrop(self.0.clone()));
+        }
+    }
+
+    bounded(30, || {
+        let payload_drops = Counter::new();
+        let waker = std::task::Waker::from(std::sync::Arc::new(PanicsWithPanickyPayload(
+            payload_drops.clone(),
+        )));
+        let token = csp::CancellationToken::new();
+        let child = token.child_token();
+        let grandchild = child.child_token();
+        let mut on_token = Box::pin(token.cancelled());
+        let mut on_child = Box::pin(child.cancelled());
+        let (probe, probe_waker) = common::CountingWaker::new();
+        let mut on_grandchild = Box::pin(grandchild.cancelled());
+        assert!(common::poll_with(on_token.as_mut(), &waker).is_pending());
+        assert!(common::poll_with(on_child.as_mut(), &waker).is_pending());
+        assert!(common::poll_with(on_grandchild.as_mut(), &probe_waker).is_pending());
+        let payload = catch_unwind(AssertUnwindSafe(|| token.cancel()))
+            .expect_err("the first waker's panic is resumed");
+        assert_eq!(payload_drops.get(), 1, "the second payload was let go");
+        assert!(grandchild.is_cancelled());
+        assert_eq!(probe.wakes(), 1, "the grandchild's waiter was woken");
+        // The first payload, resumed: its drop panics too, caught here.
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+        assert_eq!(payload_drops.get(), 2);
+    });
+}
+
+#[test]
 fn a_token_marked_foreign_is_never_a_deadlock_while_a_thread_may_cancel_it() {
     bounded(30, || {
         let rt = csp::Runtime::builder()

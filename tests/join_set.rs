@@ -57,6 +57,43 @@ fn join_next_hands_out_each_process_once_in_the_order_they_end() {
 }
 
 #[test]
+fn processes_that_end_before_the_join_are_joined_in_the_order_they_ended() {
+    // All five end, one after another, before the set is awaited: the set still hands
+    // them out in that order (it queued them as they ended), oldest first.
+    bounded(30, || {
+        let rt = runtime(2, "set-batch-order");
+        let order = rt.block_on(async {
+            let mut set = csp::JoinSet::new();
+            let mut gates = Vec::new();
+            for i in 0..5u32 {
+                let (open, gate) = csp::channel::<()>();
+                gates.push(open);
+                set.spawn(async move {
+                    gate.recv().await.unwrap();
+                    i
+                });
+            }
+            // Polls every handle once: each process's end now queues its slot.
+            assert!(set.try_join_next().is_none(), "none has ended");
+            let alive = || csp::Handle::current().metrics().processes_alive;
+            let before = alive();
+            for (n, i) in [3, 1, 4, 0, 2].into_iter().enumerate() {
+                gates[i].send(()).await.unwrap();
+                while alive() > before - n as u64 - 1 {
+                    csp::sleep(Duration::from_millis(1)).await;
+                }
+            }
+            let mut order = Vec::new();
+            while let Some(output) = set.join_next().await {
+                order.push(output.unwrap());
+            }
+            order
+        });
+        assert_eq!(order, [3, 1, 4, 0, 2]);
+    });
+}
+
+#[test]
 fn many_processes_are_each_joined_once() {
     bounded(60, || {
         let rt = runtime(2, "set-many");
@@ -142,6 +179,84 @@ fn abort_all_abort_and_shutdown_cancel_exactly_what_they_name() {
             assert_eq!(drops.get(), 4);
         });
         assert_eq!(rt.metrics().processes_alive, 0);
+    });
+}
+
+#[test]
+fn join_all_drops_what_it_gathered_before_a_failure_with_each_drops_panic_caught() {
+    // Two outputs gathered, whose drops panic, then a process panics: join_all resumes
+    // that panic, the outputs dropped first, each drop's panic caught (the second,
+    // while the first unwound, aborted the process).
+    bounded(30, || {
+        let rt = runtime(2, "set-join-all-drops");
+        let dropped = Counter::new();
+        let payload = catch_unwind(AssertUnwindSafe(|| {
+            rt.block_on(async {
+                let mut set = csp::JoinSet::new();
+                let (ended, both_ended) = csp::channel::<()>();
+                for _ in 0..2 {
+                    let (ended, dropped) = (ended.clone(), dropped.clone());
+                    set.spawn(async move {
+                        drop(ended);
+                        common::PanicOnDrop(dropped)
+                    });
+                }
+                drop(ended);
+                set.spawn(async move {
+                    // Once both have ended (their senders dropped with their futures).
+                    let _ = both_ended.recv().await;
+                    panic!("the third failed")
+                });
+                set.join_all().await
+            })
+        }))
+        .expect_err("join_all resumes the panic");
+        assert_eq!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("the third failed")
+        );
+        assert_eq!(dropped.get(), 2);
+    });
+}
+
+#[test]
+fn shutdown_waits_for_every_process_though_a_drop_of_what_one_left_panics() {
+    bounded(30, || {
+        let rt = runtime(2, "set-shutdown-drops");
+        let (dropped, aborted) = (Counter::new(), Counter::new());
+        let payload = catch_unwind(AssertUnwindSafe(|| {
+            rt.block_on(async {
+                let mut set = csp::JoinSet::new();
+                for _ in 0..2 {
+                    let dropped = dropped.clone();
+                    set.spawn(async move { Some(common::PanicOnDrop(dropped)) });
+                }
+                for _ in 0..3 {
+                    let endless = endless(&aborted);
+                    set.spawn(async move {
+                        endless.await;
+                        None
+                    });
+                }
+                // Both quick ones have ended: their outputs wait to be dropped.
+                while csp::Handle::current().metrics().processes_alive > 3 {
+                    csp::sleep(Duration::from_millis(1)).await;
+                }
+                set.shutdown().await;
+                unreachable!("the first drop's panic is resumed")
+            })
+        }))
+        .expect_err("shutdown resumes the first drop's panic");
+        assert_eq!(
+            panic_message(payload.as_ref()).as_deref(),
+            Some("panic in drop")
+        );
+        assert_eq!(dropped.get(), 2);
+        assert_eq!(
+            aborted.get(),
+            3,
+            "every process ended before shutdown returned"
+        );
     });
 }
 
