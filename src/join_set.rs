@@ -455,7 +455,9 @@ impl<T> JoinSet<T> {
     }
 
     /// Aborts every process and waits until each has ended (its future dropped),
-    /// emptying the set.
+    /// emptying the set. What they left (outputs of those that had ended) is dropped;
+    /// should such a drop panic, the first panic is resumed once every process has
+    /// ended.
     ///
     /// ```
     /// # csp::block_on(async {
