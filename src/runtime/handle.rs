@@ -60,13 +60,16 @@ impl Handle {
 
     /// The runtime a new timer binds to: the current one, or the default one outside any
     /// runtime (and while the current one shuts down); and the shard of its timers to
-    /// arm in (`context::timer_home`).
-    pub(crate) fn for_timer() -> (Handle, usize) {
+    /// arm in (`context::timer_home`). `None` on a worker of a runtime that shuts down:
+    /// what it polls is a process that its runtime is about to drop, whose timer would
+    /// never fire, and the default runtime must not be started for it.
+    pub(crate) fn for_timer() -> Option<(Handle, usize)> {
         let (handle, shard) = context::timer_home();
-        let handle = handle
-            .filter(|handle| !handle.shared.is_shutdown())
-            .unwrap_or_else(super::default::handle);
-        (handle, shard)
+        match handle {
+            Some(handle) if !handle.shared.is_shutdown() => Some((handle, shard)),
+            Some(_) if context::worker_ptr().is_some() => None,
+            _ => Some((super::default::handle(), shard)),
+        }
     }
 
     /// Spawns a process onto this runtime and returns its [`JoinHandle`]. The process

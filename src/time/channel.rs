@@ -100,7 +100,12 @@ impl ChannelTimer {
     #[track_caller]
     fn start(first: Option<Instant>, schedule: Option<(Instant, Duration)>) -> Receiver<Instant> {
         let (sender, receiver) = bounded(1);
-        let (runtime, shard) = Handle::for_timer();
+        let Some((runtime, shard)) = Handle::for_timer() else {
+            // Made by a process of a runtime that shuts down (and drops it): closed, as
+            // that shutdown closes the runtime's other timer channels.
+            drop(sender);
+            return receiver;
+        };
         let timer = Arc::new(ChannelTimer {
             entry: Entry::new(),
             sender,

@@ -19,7 +19,10 @@ use crate::wait::record::record_outside;
 ///
 /// The timer is armed in the wheel of the runtime the future is first polled on (or of
 /// the default runtime, when polled outside any csp runtime: inside tokio, on a plain
-/// thread), and removed from it when the future is dropped. It completes no earlier than
+/// thread), and removed from it when the future is dropped. When that runtime shuts
+/// down, a sleep that a `block_on` or another executor awaits moves to the default
+/// runtime; one of a process of the runtime stays pending until the shutdown drops the
+/// process. It completes no earlier than
 /// asked and, on an idle machine, within about a millisecond after.
 ///
 /// ```
@@ -187,7 +190,10 @@ impl Future for Sleep {
             *this.done = true;
             return Poll::Ready(());
         }
-        let (mut runtime, mut shard) = Handle::for_timer();
+        let Some((mut runtime, mut shard)) = Handle::for_timer() else {
+            // A process of a runtime that shuts down, and drops it: no wake to wait for.
+            return Poll::Pending;
+        };
         loop {
             let timers = runtime.shared.timers();
             let tick = timers.deadline_tick(deadline);
@@ -213,8 +219,12 @@ impl Future for Sleep {
                     *this.done = true;
                     return Poll::Ready(());
                 }
-                // Shutting down under our feet: the default runtime never does.
-                Armed::Shutdown => (runtime, shard) = Handle::for_timer(),
+                // Shutting down under our feet: elsewhere (the default runtime never
+                // shuts down), unless this is a process of the runtime going.
+                Armed::Shutdown => match Handle::for_timer() {
+                    Some(home) => (runtime, shard) = home,
+                    None => return Poll::Pending,
+                },
             }
         }
     }
