@@ -283,6 +283,37 @@ fn a_reset_or_a_half_close_is_an_error_value_or_the_end_never_a_panic() {
     fds.assert_none_left();
 }
 
+#[test]
+fn an_empty_read_or_write_is_done_at_once() {
+    // As the system calls are: no wait for readiness, which a silent peer never gives a
+    // reader (the empty read waited for ever).
+    let fds = Fds::start();
+    bounded(LIMIT, || {
+        let rt = common::runtime(2, "empty-io");
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = rt.spawn(async move {
+            let (mut conn, _) = listener.accept().await?;
+            let limit = Duration::from_secs(5);
+            let read = csp::timeout(limit, conn.read(&mut [])).await;
+            let mut none: [std::io::IoSliceMut<'_>; 0] = [];
+            let vectored = csp::timeout(limit, conn.read_vectored(&mut none)).await;
+            let written = csp::timeout(limit, conn.write(&[])).await;
+            std::io::Result::Ok((read.is_ok(), vectored.is_ok(), written.is_ok()))
+        });
+        // Connected, and silent until the server is done.
+        let client = TcpStream::connect(addr).unwrap();
+        let done = rt.block_on(server).unwrap().unwrap();
+        assert_eq!(
+            done,
+            (true, true, true),
+            "(read, read_vectored, write) done in time"
+        );
+        drop(client);
+    });
+    fds.assert_none_left();
+}
+
 /// Reads that come back short (they emptied the socket): bytes that arrive later still
 /// wake the reader, the end of the stream that came with the last bytes is still seen,
 /// and a vectored read over more slices than one system call takes, which comes back

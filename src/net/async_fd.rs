@@ -15,7 +15,10 @@ use crate::runtime::driver::{ReadyGuard, Registration};
 ///
 /// The descriptor must be in non-blocking mode, and must stay open until the `AsyncFd`
 /// is dropped or [`into_inner`](AsyncFd::into_inner) gives it back (see
-/// [`get_mut`](AsyncFd::get_mut) on replacing it). Wait with
+/// [`get_mut`](AsyncFd::get_mut) on replacing it). One closed early is not detected: its
+/// waits may never end, and should the system give its number to another socket of the
+/// runtime before the `AsyncFd` is dropped, that drop deregisters the other socket,
+/// whose waits then never end either. Wait with
 /// [`readable`](AsyncFd::readable) or [`writable`](AsyncFd::writable), run the call
 /// through the guard's [`try_io`](AsyncFdReadyGuard::try_io), and wait again if it says
 /// the call would block:

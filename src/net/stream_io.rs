@@ -15,6 +15,11 @@ macro_rules! stream_io {
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Read;
+                // Nothing to read into: done at once, as the system call is (waiting
+                // for readiness first would wait for data that no read takes).
+                if buf.is_empty() {
+                    return std::task::Poll::Ready(Ok(0));
+                }
                 self.io.poll_read_with(cx, |mut io| io.read(buf))
             }
 
@@ -24,6 +29,10 @@ macro_rules! stream_io {
                 bufs: &mut [std::io::IoSliceMut<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Read;
+                // As in `poll_read_ref`.
+                if bufs.iter().all(|buf| buf.is_empty()) {
+                    return std::task::Poll::Ready(Ok(0));
+                }
                 self.io.poll_read_with(cx, |mut io| io.read_vectored(bufs))
             }
 
@@ -33,6 +42,10 @@ macro_rules! stream_io {
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
+                // Nothing to write: done at once, as the system call is.
+                if buf.is_empty() {
+                    return std::task::Poll::Ready(Ok(0));
+                }
                 self.io.poll_write_with(cx, |mut io| io.write(buf))
             }
 
@@ -42,6 +55,10 @@ macro_rules! stream_io {
                 bufs: &[std::io::IoSlice<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
+                // As in `poll_write_ref`.
+                if bufs.iter().all(|buf| buf.is_empty()) {
+                    return std::task::Poll::Ready(Ok(0));
+                }
                 self.io.poll_write_with(cx, |mut io| io.write_vectored(bufs))
             }
 

@@ -118,7 +118,8 @@ impl UdpSocket {
         self.io.write_with(|socket| socket.send(buf)).await
     }
 
-    /// Receives one datagram from the connected peer into `buf`.
+    /// Receives one datagram from the connected peer into `buf` (cut to fit, as with
+    /// `recv_from`).
     ///
     /// ```
     /// # csp::block_on(async {
@@ -153,7 +154,8 @@ impl UdpSocket {
         self.io.write_with(|socket| socket.send_to(buf, addr)).await
     }
 
-    /// Receives one datagram into `buf`: its length and its sender.
+    /// Receives one datagram into `buf`: the bytes copied and its sender. A datagram
+    /// longer than `buf` is cut to fit, and the rest of it is lost, as with std's.
     ///
     /// ```
     /// # csp::block_on(async {

@@ -139,7 +139,8 @@ impl UnixDatagram {
         self.io.write_with(|socket| socket.send(buf)).await
     }
 
-    /// Receives one datagram from the connected peer.
+    /// Receives one datagram from the connected peer (cut to fit `buf`, as with
+    /// `recv_from`).
     ///
     /// ```
     /// # csp::block_on(async {
@@ -173,7 +174,8 @@ impl UnixDatagram {
         self.io.write_with(|socket| socket.send_to(buf, path)).await
     }
 
-    /// Receives one datagram: its length and its sender.
+    /// Receives one datagram: the bytes copied and its sender. A datagram longer than
+    /// `buf` is cut to fit, and the rest of it is lost, as with std's.
     ///
     /// ```
     /// # csp::block_on(async {

@@ -289,7 +289,12 @@ impl Held<'_> {
             // Outside the lock: a waker is the waiting task's code (perhaps another
             // executor's), and its panic must not take the worker down.
             for (io, ready) in inner.batch.drain(..) {
-                catching(|| io.dispatch(ready, tick));
+                // The drop too: this may be the source's last reference (deregistered
+                // meanwhile), whose wakers go with it.
+                catching(move || {
+                    io.dispatch(ready, tick);
+                    drop(io);
+                });
             }
             Ok(())
         })

@@ -96,10 +96,13 @@ impl ScheduledIo {
         }
     }
 
-    /// The source is deregistered: its wakers are dropped.
+    /// The source is deregistered: its wakers are dropped, every one of them though a
+    /// drop panics (the first such panic then goes on, as from any container).
     pub(crate) fn release_wakers(&self) {
-        self.reader.clear();
-        self.writer.clear();
+        let mut panic = FirstPanic::default();
+        panic.catch(|| self.reader.clear());
+        panic.catch(|| self.writer.clear());
+        panic.resume();
     }
 }
 

@@ -200,14 +200,17 @@ impl WakerSlot {
     /// Drops the stored wakers (the source is going away, perhaps in the `Drop` of a
     /// socket whose owner is unwinding: a waker's panic is then let go, `drop_foreign`).
     pub(crate) fn clear(&self) {
-        drop_foreign(self.take());
+        // Every one dropped though one's drop panics: the first panic goes on after.
+        let mut panic = FirstPanic::default();
+        let stored = self.take();
+        panic.catch(move || drop_foreign(stored));
         // Dropped outside the lock: a waker's drop is its owner's code. One at a time,
-        // each caught while unwinding (a second panic in one drop of the whole list
-        // would abort).
+        // each caught (a second panic in one drop of the whole list would abort).
         let others = std::mem::take(&mut *self.others.lock());
         for waker in others {
-            drop_foreign(waker);
+            panic.catch(move || drop_foreign(waker));
         }
+        panic.resume();
     }
 }
 
