@@ -1,5 +1,5 @@
-//! Wakers for unit tests: one that counts its wakes, and two that misbehave as a foreign
-//! waker may (its wake panics, or its clone does).
+//! Wakers for unit tests: one that counts its wakes, and three that misbehave as a
+//! foreign waker may (its wake panics, its clone does, or its last drop does).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,4 +49,23 @@ pub(crate) fn clone_panics() -> Waker {
     static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, nothing);
     // SAFETY: the functions ignore the data pointer and touch nothing.
     unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+}
+
+/// Counts its drop, then panics, as a foreign waker's drop may.
+pub(crate) struct DropPanics(pub(crate) Arc<AtomicUsize>);
+
+impl Wake for DropPanics {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for DropPanics {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        panic!("this waker's drop panics");
+    }
+}
+
+/// A waker whose last clone's drop counts into `drops`, then panics.
+pub(crate) fn drop_panics(drops: &Arc<AtomicUsize>) -> Waker {
+    Waker::from(Arc::new(DropPanics(drops.clone())))
 }

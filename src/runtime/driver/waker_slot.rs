@@ -248,7 +248,21 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::task::test_wakers::{clone_panics, counting, panicking};
+    use crate::task::test_wakers::{clone_panics, counting, drop_panics, panicking};
+
+    #[test]
+    fn clearing_drops_every_waker_though_drops_panic() {
+        let slot = WakerSlot::new();
+        let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // Two tasks' wakers: one stored, one pushed out to the others; the slot holds
+        // the last clone of each.
+        slot.store(&drop_panics(&drops));
+        slot.store(&drop_panics(&drops));
+        let payload = catch_unwind(AssertUnwindSafe(|| slot.clear()))
+            .expect_err("the first drop's panic goes on");
+        drop(payload);
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
 
     #[test]
     fn the_stored_waker_is_woken_once() {
