@@ -285,23 +285,24 @@ fn a_drop_guard_dropped_while_unwinding_survives_a_waker_that_panics() {
     });
 }
 
+/// A waker that panics as it wakes, with a payload whose own drop panics.
+struct PanicsWithPanickyPayload(Counter);
+
+impl std::task::Wake for PanicsWithPanickyPayload {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        std::panic::panic_any(common::PanicOnDrop(self.0.clone()));
+    }
+}
+
 #[test]
 fn a_drop_guard_dropped_while_unwinding_lets_go_of_a_panic_whose_payload_panics_on_drop() {
     // As above, but the waker panics with a payload whose own drop panics: the guard,
     // unwinding already, must let that payload go without a panic out of its drop,
     // which would abort the process.
-    struct PanicsWithPanickyPayload(Counter);
-
-    impl std::task::Wake for PanicsWithPanickyPayload {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.wake_by_ref();
-        }
-
-        fn wake_by_ref(self: &std::sync::Arc<Self>) {
-            std::panic::panic_any(common::PanicOnDrop(self.0.clone()));
-        }
-    }
-
     bounded(30, || {
         let payload_drops = Counter::new();
         let waker = std::task::Waker::from(std::sync::Arc::new(PanicsWithPanickyPayload(
@@ -327,18 +328,6 @@ fn a_cancel_whose_wakers_panic_in_two_tokens_still_cancels_the_whole_tree() {
     // whose own drops panic: `cancel` resumes the first panic, lets the second's payload
     // go with its drop's panic caught, and reaches the grandchild all the same (the
     // second payload's drop panicked out of `cancel` before it got there).
-    struct PanicsWithPanickyPayload(Counter);
-
-    impl std::task::Wake for PanicsWithPanickyPayload {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.wake_by_ref();
-        }
-
-        fn wake_by_ref(self: &std::sync::Arc<Self>) {
-            std::panic::panic_any(common::PanicOnDrop(self.0.clone()));
-        }
-    }
-
     bounded(30, || {
         let payload_drops = Counter::new();
         let waker = std::task::Waker::from(std::sync::Arc::new(PanicsWithPanickyPayload(

@@ -650,36 +650,49 @@ fn aborting_the_process_of_a_replicated_par_aborts_every_branch() {
     });
 }
 
+/// Runs the `par!` that `par` makes on the blocking pool of a runtime, awaited by
+/// another executor (so the shutdown does not drop it; its branches are on the runtime),
+/// drops the runtime once the `endless` branch given `started` and `drops` has started,
+/// and returns the message of the panic par! ends with, and how many endless branches
+/// were dropped.
+fn par_cut_by_a_shutdown<F>(
+    name: &str,
+    par: impl FnOnce(Counter, Counter) -> F + Send + 'static,
+) -> (String, usize)
+where
+    F: Future<Output = ()>,
+{
+    let rt = runtime(1, name);
+    let started = Counter::new();
+    let drops = Counter::new();
+    let (outcome_tx, outcome_rx) = mpsc::channel();
+    {
+        let (started, drops) = (started.clone(), drops.clone());
+        rt.handle().spawn_blocking(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                futures::executor::block_on(par(started, drops))
+            }));
+            outcome_tx.send(outcome).unwrap();
+        });
+    }
+    wait_until(10, "the endless branch has started", || started.get() == 1);
+    drop(rt);
+    let payload = outcome_rx.recv().unwrap().expect_err("par! panics");
+    (panic_message(payload.as_ref()).unwrap(), drops.get())
+}
+
 #[test]
 fn a_branch_cancelled_by_its_runtime_shutting_down_makes_par_panic() {
     bounded(30, || {
-        let rt = runtime(1, "par-shutdown");
-        let started = Counter::new();
-        let drops = Counter::new();
-        let (outcome_tx, outcome_rx) = mpsc::channel();
-        {
-            let (started, drops) = (started.clone(), drops.clone());
-            // On the blocking pool, csp::spawn uses `rt`; the par! itself is awaited by
-            // another executor, so the shutdown does not drop it.
-            rt.handle().spawn_blocking(move || {
-                let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    futures::executor::block_on(async {
-                        csp::par!(async { 1 }, endless(&started, &drops));
-                    })
-                }));
-                outcome_tx.send(outcome).unwrap();
-            });
-        }
-        wait_until(10, "the endless branch has started", || started.get() == 1);
-        drop(rt);
-        let payload = outcome_rx.recv().unwrap().expect_err("par! panics");
-        let message = panic_message(payload.as_ref()).unwrap();
+        let (message, drops) = par_cut_by_a_shutdown("par-shutdown", |started, drops| async move {
+            csp::par!(async { 1 }, endless(&started, &drops));
+        });
         assert!(
             message.starts_with("csp: par! branch 1 did not complete: process #")
                 && message.ends_with("was cancelled (its runtime is shutting down)"),
             "{message}"
         );
-        assert_eq!(drops.get(), 1);
+        assert_eq!(drops, 1);
     });
 }
 
@@ -698,34 +711,19 @@ fn outputs_kept_when_the_runtime_cancels_a_later_branch_are_dropped_with_panics_
     // the shutdown. par! panics saying so: the two drops' panics are caught (reported),
     // neither replaces that message, and the second cannot abort the process.
     bounded(30, || {
-        let rt = runtime(1, "par-shutdown-drops");
-        let started = Counter::new();
-        let drops = Counter::new();
-        let (outcome_tx, outcome_rx) = mpsc::channel();
-        {
-            let (started, drops) = (started.clone(), drops.clone());
-            rt.handle().spawn_blocking(move || {
-                let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    futures::executor::block_on(async {
-                        csp::par!(
-                            async { PanicsOnDrop },
-                            async { PanicsOnDrop },
-                            endless(&started, &drops)
-                        );
-                    })
-                }));
-                outcome_tx.send(outcome).unwrap();
+        let (message, drops) =
+            par_cut_by_a_shutdown("par-shutdown-drops", |started, drops| async move {
+                csp::par!(
+                    async { PanicsOnDrop },
+                    async { PanicsOnDrop },
+                    endless(&started, &drops)
+                );
             });
-        }
-        wait_until(10, "the endless branch has started", || started.get() == 1);
-        drop(rt);
-        let payload = outcome_rx.recv().unwrap().expect_err("par! panics");
-        let message = panic_message(payload.as_ref()).unwrap();
         assert!(
             message.starts_with("csp: par! branch 2 did not complete"),
             "{message}"
         );
-        assert_eq!(drops.get(), 1);
+        assert_eq!(drops, 1);
     });
 }
 
