@@ -82,6 +82,9 @@ fn processes_that_end_before_the_join_are_joined_in_the_order_they_ended() {
                 while alive() > before - n as u64 - 1 {
                     csp::sleep(Duration::from_millis(1)).await;
                 }
+                // A process leaves the count just before its end queues its slot, on
+                // its worker's thread: time for that before the next is let go.
+                csp::sleep(Duration::from_millis(20)).await;
             }
             let mut order = Vec::new();
             while let Some(output) = set.join_next().await {

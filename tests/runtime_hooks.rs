@@ -452,3 +452,30 @@ fn hook_waits_for_a_process(through_block_on: bool) {
         Arc::into_inner(rt).expect("the hook dropped its runtime");
     });
 }
+
+#[test]
+fn a_stop_hook_may_wait_on_a_timer_under_another_executor() {
+    // The hook runs on the worker's thread while its runtime shuts down: its timer moves
+    // to the default runtime and fires (it is no process of the runtime going, whose
+    // timers are left pending until the process is dropped).
+    bounded(LIMIT, || {
+        let slept = Counter::new();
+        let rt = {
+            let slept = slept.clone();
+            csp::Runtime::builder()
+                .worker_threads(1)
+                .on_thread_stop(move || {
+                    futures::executor::block_on(csp::sleep(Duration::from_millis(5)));
+                    futures::executor::block_on(async {
+                        let _ = csp::after(Duration::from_millis(5)).recv().await;
+                    });
+                    slept.incr();
+                })
+                .build()
+                .unwrap()
+        };
+        rt.block_on(async {});
+        drop(rt);
+        assert_eq!(slept.get(), 1);
+    });
+}

@@ -76,12 +76,15 @@ fn with_dot(dot: &str, stop: &AtomicBool) -> io::Result<String> {
             Err(err) => break Err(err),
         }
     };
-    if status.is_err() {
-        // Reaped whatever happens: no zombie per request.
+    if let Err(err) = status {
+        // Reaped whatever happens: no zombie per request. The reader is left to end
+        // on its own: should something `dot` started still hold its output open, a
+        // join would wait for that.
         let _ = child.kill();
         let _ = child.wait();
+        return Err(err);
     }
-    // The output ends with `dot` (killed or not): the reader returns.
+    // `dot` is done: its output has ended, and the reader returns.
     let svg = match output {
         Some(Ok(reader)) => reader
             .join()
@@ -89,7 +92,7 @@ fn with_dot(dot: &str, stop: &AtomicBool) -> io::Result<String> {
         Some(Err(err)) => Err(err),
         None => Err(io::Error::other("dot's output was not piped")),
     };
-    if !status?.success() {
+    if !status.is_ok_and(|status| status.success()) {
         return Err(io::Error::other("dot failed"));
     }
     String::from_utf8(svg?).map_err(io::Error::other)

@@ -5,8 +5,8 @@
 //! client ([`Handler::between`]):
 //!
 //! - a connection that has sent nothing waits aside ([`Waiting`]), at most
-//!   [`CONSOLE_REQUEST_TIMEOUT`], while the others are served: the first to speak is
-//!   served first, so a silent one (a browser's speculative connection) holds up no one;
+//!   [`CONSOLE_REQUEST_TIMEOUT`], while the others are served as they speak, so a
+//!   silent one (a browser's speculative connection) holds up no one;
 //! - the request's head: at most [`CONSOLE_HEAD_LIMIT`] bytes (431 past it), read within
 //!   [`CONSOLE_REQUEST_TIMEOUT`] (the connection is closed unanswered past it);
 //! - its body, which no route reads: never read as such, only drained, after the

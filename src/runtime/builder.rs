@@ -406,9 +406,10 @@ impl Builder {
     ///
     /// The page shows program data (spawn sites, what each process waits on): serve it
     /// on a loopback address unless you mean to show it to your network. On a loopback
-    /// address it answers only requests for a loopback host (`localhost`, `127.0.0.1`,
-    /// `[::1]`, with the port), and refuses others with 403: a web page whose host name
-    /// is pointed at `127.0.0.1` cannot read it through the visitor's browser.
+    /// address it answers only requests for a loopback host (`localhost` or a name under
+    /// it, an address in `127.0.0.0/8`, `[::1]`; with or without the port, or no `Host`
+    /// at all, which no browser sends), and refuses others with 403: a web page whose
+    /// host name is pointed at `127.0.0.1` cannot read it through the visitor's browser.
     ///
     /// Needs the `console` feature; without it, [`build`](Self::build) fails with
     /// `Unsupported`, saying so. With it, `build` fails if `addr` cannot be bound

@@ -60,14 +60,18 @@ impl Handle {
 
     /// The runtime a new timer binds to: the current one, or the default one outside any
     /// runtime (and while the current one shuts down); and the shard of its timers to
-    /// arm in (`context::timer_home`). `None` on a worker of a runtime that shuts down:
-    /// what it polls is a process that its runtime is about to drop, whose timer would
-    /// never fire, and the default runtime must not be started for it.
-    pub(crate) fn for_timer() -> Option<(Handle, usize)> {
+    /// arm in (`context::timer_home`). `None` for a process (`of_process`: the timer's
+    /// waiter is one) that a worker of a runtime that shuts down is polling: its runtime
+    /// is about to drop it, its timer would never fire, and the default runtime must
+    /// not be started for it. A worker's thread hooks, and other executors, are no such
+    /// process: their timers move to the default runtime.
+    pub(crate) fn for_timer(of_process: bool) -> Option<(Handle, usize)> {
         let (handle, shard) = context::timer_home();
         match handle {
             Some(handle) if !handle.shared.is_shutdown() => Some((handle, shard)),
-            Some(_) if context::worker_ptr().is_some() => None,
+            Some(_) if of_process && context::worker_ptr().is_some() && context::is_polling() => {
+                None
+            }
             _ => Some((super::default::handle(), shard)),
         }
     }

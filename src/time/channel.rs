@@ -100,10 +100,15 @@ impl ChannelTimer {
     #[track_caller]
     fn start(first: Option<Instant>, schedule: Option<(Instant, Duration)>) -> Receiver<Instant> {
         let (sender, receiver) = bounded(1);
-        let Some((runtime, shard)) = Handle::for_timer() else {
-            // Made by a process of a runtime that shuts down (and drops it): closed, as
-            // that shutdown closes the runtime's other timer channels.
-            drop(sender);
+        // Made while a process is polled, which is the channel's receiver, most likely.
+        let Some((runtime, shard)) = Handle::for_timer(true) else {
+            // By a process of a runtime that shuts down, which drops it: a channel that
+            // never fires (not a closed one, which a loop making a fresh `after` each
+            // turn would spin on until the drop, which would then never come). The
+            // sender goes with the last receiver.
+            receiver
+                .chan()
+                .on_receivers_gone(Box::new(move |_| drop(sender)));
             return receiver;
         };
         let timer = Arc::new(ChannelTimer {

@@ -11,6 +11,7 @@ use pin_project_lite::pin_project;
 use crate::runtime::Handle;
 use crate::runtime::timer::entry::{Action, Entry};
 use crate::runtime::timer::timers::{Armed, Rewake};
+use crate::task::waker::process_of;
 use crate::wait::WaitOn;
 use crate::wait::claim::Owner;
 use crate::wait::record::record_outside;
@@ -190,7 +191,8 @@ impl Future for Sleep {
             *this.done = true;
             return Poll::Ready(());
         }
-        let Some((mut runtime, mut shard)) = Handle::for_timer() else {
+        let of_process = process_of(cx.waker()).is_some();
+        let Some((mut runtime, mut shard)) = Handle::for_timer(of_process) else {
             // A process of a runtime that shuts down, and drops it: no wake to wait for.
             return Poll::Pending;
         };
@@ -221,7 +223,7 @@ impl Future for Sleep {
                 }
                 // Shutting down under our feet: elsewhere (the default runtime never
                 // shuts down), unless this is a process of the runtime going.
-                Armed::Shutdown => match Handle::for_timer() {
+                Armed::Shutdown => match Handle::for_timer(of_process) {
                     Some(home) => (runtime, shard) = home,
                     None => return Poll::Pending,
                 },

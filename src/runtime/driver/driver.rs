@@ -289,12 +289,11 @@ impl Held<'_> {
             // Outside the lock: a waker is the waiting task's code (perhaps another
             // executor's), and its panic must not take the worker down.
             for (io, ready) in inner.batch.drain(..) {
-                // The drop too: this may be the source's last reference (deregistered
-                // meanwhile), whose wakers go with it.
-                catching(move || {
-                    io.dispatch(ready, tick);
-                    drop(io);
-                });
+                catching(|| io.dispatch(ready, tick));
+                // Caught apart: this may be the source's last reference (deregistered
+                // meanwhile), whose wakers go with it, and a drop while the dispatch's
+                // panic unwound would have to be let go unseen.
+                catching(move || drop(io));
             }
             Ok(())
         })
