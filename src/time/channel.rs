@@ -100,16 +100,11 @@ impl ChannelTimer {
     #[track_caller]
     fn start(first: Option<Instant>, schedule: Option<(Instant, Duration)>) -> Receiver<Instant> {
         let (sender, receiver) = bounded(1);
-        // Made while a process is polled, which is the channel's receiver, most likely.
-        let Some((runtime, shard)) = Handle::for_timer(true) else {
-            // By a process of a runtime that shuts down, which drops it: a channel that
-            // never fires (not a closed one, which a loop making a fresh `after` each
-            // turn would spin on until the drop, which would then never come). The
-            // sender goes with the last receiver.
-            receiver
-                .chan()
-                .on_receivers_gone(Box::new(move |_| drop(sender)));
-            return receiver;
+        // Not known to be a process's own: a channel may be handed on, and one made in a
+        // `Drop` on a worker may be awaited there. On a runtime that shuts down it moves
+        // to the default runtime, which it may start.
+        let Some((runtime, shard)) = Handle::for_timer(false) else {
+            unreachable!("only a process's own sleep is left without a runtime")
         };
         let timer = Arc::new(ChannelTimer {
             entry: Entry::new(),
