@@ -61,17 +61,18 @@ impl Handle {
     /// The runtime a new timer binds to: the current one, or the default one outside any
     /// runtime (and while the current one shuts down); and the shard of its timers to
     /// arm in (`context::timer_home`). `None` only for a process's own sleep
-    /// (`of_process`: the sleep is polled with a process's waker) that a worker of a
+    /// (`of_process` says the sleep is polled with a process's waker; asked only on a
+    /// runtime that shuts down) that a worker of a
     /// runtime that shuts down is polling: its runtime is about to drop it (every
     /// process polled there is: the shutdown's walk cancels it), its timer would never
     /// fire, and the default runtime must not be started for it. A worker's thread
     /// hooks, and other executors, are no such process: their timers move to the
     /// default runtime.
-    pub(crate) fn for_timer(of_process: bool) -> Option<(Handle, usize)> {
+    pub(crate) fn for_timer(of_process: impl FnOnce() -> bool) -> Option<(Handle, usize)> {
         let (handle, shard) = context::timer_home();
         match handle {
             Some(handle) if !handle.shared.is_shutdown() => Some((handle, shard)),
-            Some(_) if of_process && context::worker_ptr().is_some() && context::is_polling() => {
+            Some(_) if context::worker_ptr().is_some() && context::is_polling() && of_process() => {
                 None
             }
             _ => Some((super::default::handle(), shard)),

@@ -103,7 +103,7 @@ impl ChannelTimer {
         // Not known to be a process's own: a channel may be handed on, and one made in a
         // `Drop` on a worker may be awaited there. On a runtime that shuts down it moves
         // to the default runtime, which it may start.
-        let Some((runtime, shard)) = Handle::for_timer(false) else {
+        let Some((runtime, shard)) = Handle::for_timer(|| false) else {
             unreachable!("only a process's own sleep is left without a runtime")
         };
         let timer = Arc::new(ChannelTimer {

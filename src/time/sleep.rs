@@ -23,8 +23,8 @@ use crate::wait::record::record_outside;
 /// thread), and removed from it when the future is dropped. When that runtime shuts
 /// down, a sleep that a `block_on` or another executor awaits moves to the default
 /// runtime; one of a process of the runtime stays pending until the shutdown drops the
-/// process. It completes no earlier than
-/// asked and, on an idle machine, within about a millisecond after.
+/// process. It completes no earlier than asked and, on an idle machine, within about a
+/// millisecond after.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -191,7 +191,7 @@ impl Future for Sleep {
             *this.done = true;
             return Poll::Ready(());
         }
-        let of_process = process_of(cx.waker()).is_some();
+        let of_process = || process_of(cx.waker()).is_some();
         let Some((mut runtime, mut shard)) = Handle::for_timer(of_process) else {
             // A process of a runtime that shuts down, and drops it: no wake to wait for.
             return Poll::Pending;
