@@ -19,7 +19,7 @@ use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::runtime::{Handle, groups};
 use crate::task::JoinError;
-use crate::task::panic::{FirstPanic, catching};
+use crate::task::panic::{FirstPanic, discard, drop_each};
 use crate::wait::JoinHandle;
 use crate::wait::foreign::ForeignWaker;
 use crate::wait::join::{internal_clone, wake_same};
@@ -468,14 +468,19 @@ impl<T> JoinSet<T> {
     /// # });
     /// ```
     pub async fn shutdown(&mut self) {
+        self.abort_and_end_all().await.resume();
+    }
+
+    /// Aborts every process and waits until each has ended, dropping what each left
+    /// (outputs, panics' payloads: the user's) with its drop's panic caught, so that
+    /// every process is waited for; the first such panic is returned.
+    async fn abort_and_end_all(&mut self) -> FirstPanic {
         self.abort_all();
-        // What the processes left (outputs, panics' payloads) is the user's: should a
-        // drop of it panic, the panic comes once every process has ended.
         let mut panicked = FirstPanic::default();
         while let Some(done) = self.join_next().await {
             panicked.catch(move || drop(done));
         }
-        panicked.resume();
+        panicked
     }
 
     /// Waits for every process and returns their outputs, in the order they ended. The
@@ -501,14 +506,11 @@ impl<T> JoinSet<T> {
                 Ok(output) => outputs.push(output),
                 Err(err) => {
                     // Nobody reads the outputs gathered so far, nor what the others
-                    // leave: each goes now, its drop's panic caught (one while the
-                    // panic below unwinds would abort the process).
-                    for output in outputs {
-                        catching(move || drop(output));
-                    }
-                    self.abort_all();
-                    while let Some(done) = self.join_next().await {
-                        catching(move || drop(done));
+                    // leave: each goes now, its drop's panic caught and let go (one
+                    // while the panic below unwinds would abort the process).
+                    drop_each(outputs);
+                    if let Err(payload) = self.abort_and_end_all().await.into_result() {
+                        discard(payload);
                     }
                     match err.try_into_panic() {
                         Ok(payload) => std::panic::resume_unwind(payload),

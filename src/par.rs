@@ -32,7 +32,7 @@ use std::task::{Context, Poll, Waker, ready};
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::task::JoinError;
-use crate::task::panic::{catching, discard, drop_foreign};
+use crate::task::panic::{catching, discard, drop_each, drop_foreign};
 use crate::wait::JoinHandle;
 use crate::wait::foreign::ForeignWaker;
 use crate::wait::join::{internal_clone, wake_same};
@@ -513,9 +513,7 @@ impl<T> ParBranches for Vec<ParBranch<T>> {
                 Ok(output) => outputs.push(output),
                 Err(err) => {
                     // As in the tuple's: each taken output's drop caught on its own.
-                    for output in outputs {
-                        catching(move || drop(output));
-                    }
+                    drop_each(outputs);
                     return Err((i, err));
                 }
             }

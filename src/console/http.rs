@@ -417,26 +417,26 @@ mod tests {
                 host: Some("x".to_owned()),
             })
         };
-        assert_eq!(request("GET / HTTP/1.1"), at(Method::Get, "/"));
-        assert_eq!(
-            request("HEAD /metrics?x=1 HTTP/1.0"),
-            at(Method::Head, "/metrics")
-        );
-        assert_eq!(
-            request("GET http://127.0.0.1:9/api/processes HTTP/1.1"),
-            at(Method::Get, "/api/processes")
-        );
-        assert_eq!(request("GET http://host HTTP/1.1"), at(Method::Get, "/"));
-        assert_eq!(
-            request("GET /metrics?from=http://grafana/x HTTP/1.1"),
-            at(Method::Get, "/metrics")
-        );
-        assert_eq!(
-            request("GET http://host?x=/metrics HTTP/1.1"),
-            at(Method::Get, "/")
-        );
-        assert_eq!(request("GET http://host#/x HTTP/1.1"), at(Method::Get, "/"));
-        assert_eq!(request("POST / HTTP/1.1"), at(Method::Other, "/"));
+        for (line, method, path) in [
+            ("GET / HTTP/1.1", Method::Get, "/"),
+            ("HEAD /metrics?x=1 HTTP/1.0", Method::Head, "/metrics"),
+            (
+                "GET http://127.0.0.1:9/api/processes HTTP/1.1",
+                Method::Get,
+                "/api/processes",
+            ),
+            ("GET http://host HTTP/1.1", Method::Get, "/"),
+            (
+                "GET /metrics?from=http://grafana/x HTTP/1.1",
+                Method::Get,
+                "/metrics",
+            ),
+            ("GET http://host?x=/metrics HTTP/1.1", Method::Get, "/"),
+            ("GET http://host#/x HTTP/1.1", Method::Get, "/"),
+            ("POST / HTTP/1.1", Method::Other, "/"),
+        ] {
+            assert_eq!(request(line), at(method, path), "{line}");
+        }
         for malformed in [
             "",
             "GET",

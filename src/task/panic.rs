@@ -44,6 +44,15 @@ pub(crate) fn catching(f: impl FnOnce()) {
     }
 }
 
+/// Drops each of `values`, which are user code's, one at a time, discarding each drop's
+/// panic: none is kept from going by another's panic, and none panics while another's
+/// unwinds (which would abort the process).
+pub(crate) fn drop_each<T>(values: impl IntoIterator<Item = T>) {
+    for value in values {
+        catching(move || drop(value));
+    }
+}
+
 /// Drops `value`, whose `Drop` is foreign code (a waker another executor made): should
 /// this thread be unwinding already, a panic of that drop is discarded, since a second
 /// panic would abort the process; otherwise it unwinds into the caller as usual.
