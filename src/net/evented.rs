@@ -47,6 +47,19 @@ impl<S: Source> Evented<S> {
             .poll_io(cx, Direction::Read, || op(source))
     }
 
+    /// `op`, a stream socket's non-blocking read into `len` bytes, once the source is
+    /// readable; a read of fewer bytes may leave the source waiting for its next event
+    /// (`Registration::poll_stream_read`).
+    pub(crate) fn poll_stream_read(
+        &self,
+        cx: &mut Context<'_>,
+        len: usize,
+        mut op: impl FnMut(&S) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        let source = self.get();
+        self.registration.poll_stream_read(cx, len, || op(source))
+    }
+
     /// `op`, a non-blocking write-side system call, once the source is writable.
     pub(crate) fn poll_write_with<R>(
         &self,

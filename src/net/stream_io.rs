@@ -4,6 +4,21 @@
 //! nothing is buffered, so a flush has nothing to do, and closing shuts the writing side
 //! down.
 
+/// Most slices one `readv` takes (`IOV_MAX`: 1024 on Linux, macOS and the BSDs); std
+/// passes no more. A vectored read over more slices moves at most this many, so coming
+/// back short says nothing about the socket, and such a read never counts as one that
+/// emptied it (`Registration::poll_stream_read`).
+pub(crate) const IOV_MAX: usize = 1024;
+
+/// The bytes a vectored read into `bufs` asks for, for telling a short result; 0, which
+/// no result is short of, past [`IOV_MAX`] slices.
+pub(crate) fn vectored_len(bufs: &[std::io::IoSliceMut<'_>]) -> usize {
+    if bufs.len() > IOV_MAX {
+        return 0;
+    }
+    bufs.iter().map(|buf| buf.len()).sum()
+}
+
 /// Implements the I/O traits for `$ty`, which has a field `io: Evented<M>` with `&M:
 /// Read + Write`, and a `shutdown(&self, Shutdown) -> io::Result<()>`.
 macro_rules! stream_io {
@@ -20,7 +35,8 @@ macro_rules! stream_io {
                 if buf.is_empty() {
                     return std::task::Poll::Ready(Ok(0));
                 }
-                self.io.poll_read_with(cx, |mut io| io.read(buf))
+                self.io
+                    .poll_stream_read(cx, buf.len(), |mut io| io.read(buf))
             }
 
             fn poll_read_vectored_ref(
@@ -33,7 +49,9 @@ macro_rules! stream_io {
                 if bufs.iter().all(|buf| buf.is_empty()) {
                     return std::task::Poll::Ready(Ok(0));
                 }
-                self.io.poll_read_with(cx, |mut io| io.read_vectored(bufs))
+                let len = $crate::net::stream_io::vectored_len(bufs);
+                self.io
+                    .poll_stream_read(cx, len, |mut io| io.read_vectored(bufs))
             }
 
             fn poll_write_ref(

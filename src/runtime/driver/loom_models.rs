@@ -1,6 +1,7 @@
 //! loom models of the driver's lock-free parts, driving the real `ScheduledIo`,
-//! readiness word and waker slot: an event racing an operation's `WouldBlock` clear, and
-//! a second task's waker pushing the first's out of the slot while the driver fires. In
+//! readiness word and waker slot: an event racing an operation's `WouldBlock` clear or a
+//! stream's short-read clear, and a second task's waker pushing the first's out of the
+//! slot while the driver fires. In
 //! each, an operation that ends up waiting is woken by the event, or sees it.
 
 use std::sync::Arc as StdArc;
@@ -10,6 +11,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
+use crate::runtime::driver::read_ahead::Found;
 use crate::runtime::driver::readiness::{Direction, READABLE};
 use crate::runtime::driver::scheduled_io::ScheduledIo;
 
@@ -57,6 +59,48 @@ fn loom_event_racing_a_would_block_clear() {
                 counter.0.load(Ordering::SeqCst),
                 1,
                 "a waiting operation is woken by the event it did not see"
+            );
+        }
+    });
+}
+
+/// A stream's read came back short (it emptied the socket) on a source that no longer
+/// reads ahead, so it clears the readiness it acted on, while the driver reports bytes
+/// that arrived after it: as for a `WouldBlock`, the next read sees the event, or its
+/// wait is woken by it.
+#[test]
+fn loom_event_racing_a_short_read_clear() {
+    loom::model(|| {
+        let io = Arc::new(ScheduledIo::new());
+        let (counter, waker) = counter();
+        let mut cx = Context::from_waker(&waker);
+        // A short read, then a read ahead that found nothing (`WouldBlock`, cleared):
+        // the source stops reading ahead.
+        io.dispatch(READABLE, 1);
+        let Poll::Ready(seen) = io.poll_ready(&mut cx, Direction::Read) else {
+            panic!("readable at first");
+        };
+        io.stream_read(seen, Found::Bytes { short: true });
+        io.stream_read(seen, Found::Nothing);
+        assert!(io.clear(seen));
+
+        io.dispatch(READABLE, 2);
+        let Poll::Ready(seen) = io.poll_ready(&mut cx, Direction::Read) else {
+            panic!("readable again");
+        };
+        let driver = {
+            let io = io.clone();
+            thread::spawn(move || io.dispatch(READABLE, 3))
+        };
+        // The read returned fewer bytes than it asked for.
+        io.stream_read(seen, Found::Bytes { short: true });
+        let waits = io.poll_ready(&mut cx, Direction::Read).is_pending();
+        driver.join().unwrap();
+        if waits {
+            assert_eq!(
+                counter.0.load(Ordering::SeqCst),
+                1,
+                "a waiting read is woken by the bytes that came after its short read"
             );
         }
     });

@@ -3,6 +3,8 @@
 //! driver").
 //!
 //! - `readiness.rs`: the readiness word of one source (start reading here);
+//! - `read_ahead.rs`: whether a stream's read that emptied the socket leaves its
+//!   readiness standing for the next read, learned per source;
 //! - `waker_slot.rs`: the waker of the task waiting in one direction, taken by the driver
 //!   with no lock;
 //! - `scheduled_io.rs`: one source's readiness and waker slots;
@@ -26,6 +28,7 @@
 mod driver;
 #[cfg(all(test, loom))]
 mod loom_models;
+mod read_ahead;
 pub(crate) mod readiness;
 #[cfg(not(loom))]
 mod registration;

@@ -3,7 +3,7 @@
 //!
 //! | bits   | name             | set by the driver when                        | cleared              |
 //! |--------|------------------|-----------------------------------------------|----------------------|
-//! | 0      | [`READABLE`]     | the source became readable                    | a read's `WouldBlock` |
+//! | 0      | [`READABLE`]     | the source became readable                    | a read's `WouldBlock`, a stream's short read |
 //! | 1      | [`WRITABLE`]     | the source became writable                    | a write's `WouldBlock` |
 //! | 2      | [`READ_CLOSED`]  | the peer closed its writing side (or hung up) | a read's `WouldBlock` |
 //! | 3      | [`WRITE_CLOSED`] | the source can no longer be written           | a write's `WouldBlock` |
@@ -16,6 +16,15 @@
 //! That clear is conditional on the tick: an operation clears only the readiness it saw
 //! ([`Seen`]), and if an event arrived since (a newer tick) the word is left alone, so a
 //! readiness reported between the operation's look and its clear is never lost.
+//!
+//! A stream socket's read that returns fewer bytes than it asked for has emptied the
+//! receive queue: the next read would get `WouldBlock`, unless bytes come first. Such a
+//! read may clear [`READABLE`] as a `WouldBlock` would ([`Readiness::clear_drained`];
+//! whether it does is `read_ahead.rs`'s choice). The same tick rule keeps that safe:
+//! bytes that arrive after the read make the operating system report a new edge, which
+//! comes after the clear or leaves the word with a newer tick that the clear leaves
+//! alone. The closed and error bits stay: an end of stream that came with the last
+//! bytes is reported once, and the next read must still see it.
 //!
 //! Every ordering is `AcqRel` (or `Acquire` for loads): the driver's set publishes the
 //! event to the operation that then tries the system call.
@@ -81,6 +90,11 @@ impl Seen {
     pub(crate) fn is_shut_down(self) -> bool {
         self.ready & SHUT_DOWN != 0
     }
+
+    /// The driver poll that last set a bit of the word, as of this look.
+    pub(crate) fn tick(self) -> usize {
+        self.tick
+    }
 }
 
 /// The readiness word of one source.
@@ -135,12 +149,25 @@ impl Readiness {
     /// if a newer event stands (it should try again).
     #[must_use]
     pub(crate) fn clear(&self, seen: Seen) -> bool {
+        self.clear_bits(seen, seen.direction.clearable())
+    }
+
+    /// After a stream's read that acted on `seen` returned fewer bytes than it asked
+    /// for: [`READABLE`] is cleared, as by a `WouldBlock` but keeping the closed and
+    /// error bits (module docs), unless an event arrived since `seen`. True if cleared.
+    pub(crate) fn clear_drained(&self, seen: Seen) -> bool {
+        debug_assert_eq!(seen.direction, Direction::Read);
+        self.clear_bits(seen, READABLE)
+    }
+
+    /// Clears `bits` of the word if its tick is still `seen`'s; true if it was.
+    fn clear_bits(&self, seen: Seen, bits: usize) -> bool {
         let mut current = self.word.load(Ordering::Acquire);
         loop {
             if current >> TICK_SHIFT != seen.tick {
                 return false;
             }
-            let next = current & !seen.direction.clearable();
+            let next = current & !bits;
             if next == current {
                 return true;
             }
@@ -232,6 +259,39 @@ mod tests {
             "for good"
         );
         assert!(fresh.seen(Direction::Write).unwrap().is_shut_down());
+    }
+
+    #[test]
+    fn a_short_read_clears_readable_and_keeps_the_end_of_stream() {
+        let r = Readiness::new();
+        // The last bytes and the peer's end of stream, reported in one event.
+        r.set(READABLE | READ_CLOSED | WRITABLE, 1);
+        let seen = r.seen(Direction::Read).unwrap();
+        assert!(r.clear_drained(seen));
+        let after = r
+            .seen(Direction::Read)
+            .expect("the end of stream still ends a wait");
+        assert_eq!(after.ready, READ_CLOSED, "readable cleared, closed kept");
+        assert!(
+            r.seen(Direction::Write).is_some(),
+            "the other direction stays"
+        );
+    }
+
+    #[test]
+    fn bytes_that_arrive_after_a_short_read_survive_its_clear() {
+        let r = Readiness::new();
+        r.set(READABLE, 1);
+        let seen = r.seen(Direction::Read).unwrap();
+        // The read came back short; before its clear, more bytes arrive.
+        r.set(READABLE, 2);
+        assert!(!r.clear_drained(seen), "the newer event stands");
+        assert!(r.seen(Direction::Read).is_some());
+        // An error seen with the readiness stays for the next call to report.
+        r.set(ERROR, 3);
+        let seen = r.seen(Direction::Read).unwrap();
+        assert!(r.clear_drained(seen));
+        assert_eq!(r.seen(Direction::Read).unwrap().ready, ERROR);
     }
 
     #[test]

@@ -9,7 +9,8 @@ use mio::event::Source;
 
 use crate::loom::sync::Arc as SharedArc;
 use crate::runtime::driver::driver::shut_down_error;
-use crate::runtime::driver::readiness::Direction;
+use crate::runtime::driver::read_ahead::Found;
+use crate::runtime::driver::readiness::{Direction, Seen};
 use crate::runtime::driver::scheduled_io::ScheduledIo;
 use crate::runtime::{Shared, context, default};
 use crate::wait::WaitOn;
@@ -63,12 +64,51 @@ impl Registration {
         &self,
         cx: &mut Context<'_>,
         direction: Direction,
+        op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_io_telling(cx, direction, op, |_, _| {})
+    }
+
+    /// As [`poll_io`](Self::poll_io), for a stream socket's read of up to `len` bytes:
+    /// one that comes back short has emptied the socket, and the next read runs the call
+    /// at once or waits for the next event, as the source's read-ahead score says
+    /// (`read_ahead.rs`).
+    pub(crate) fn poll_stream_read(
+        &self,
+        cx: &mut Context<'_>,
+        len: usize,
+        op: impl FnMut() -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        self.poll_io_telling(cx, Direction::Read, op, |seen, read| {
+            let found = match read {
+                Some(&n) => Found::Bytes {
+                    short: 0 < n && n < len,
+                },
+                None => Found::Nothing,
+            };
+            self.io.stream_read(seen, found);
+        })
+    }
+
+    /// [`poll_io`](Self::poll_io), telling `told` what each call did with the readiness
+    /// it acted on (`None`: `WouldBlock`) before acting on the result; errors but
+    /// `WouldBlock` are not told.
+    fn poll_io_telling<R>(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
         mut op: impl FnMut() -> io::Result<R>,
+        mut told: impl FnMut(Seen, Option<&R>),
     ) -> Poll<io::Result<R>> {
         loop {
             let seen = ready!(self.wait_ready(cx, direction));
             match op() {
+                Ok(done) => {
+                    told(seen, Some(&done));
+                    return Poll::Ready(Ok(done));
+                }
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    told(seen, None);
                     if seen.is_shut_down() {
                         return Poll::Ready(Err(shut_down_error()));
                     }
@@ -76,7 +116,7 @@ impl Registration {
                     // the next `poll_ready`). Not cleared: a newer event stands, try again.
                     let _ = self.io.clear(seen);
                 }
-                result => return Poll::Ready(result),
+                Err(err) => return Poll::Ready(Err(err)),
             }
         }
     }
@@ -97,11 +137,7 @@ impl Registration {
 
     /// The source's readiness in `direction`; while there is none, the wait is recorded
     /// for dumps and the console (as one outside the channels, so never a deadlock).
-    fn wait_ready(
-        &self,
-        cx: &mut Context<'_>,
-        direction: Direction,
-    ) -> Poll<crate::runtime::driver::readiness::Seen> {
+    fn wait_ready(&self, cx: &mut Context<'_>, direction: Direction) -> Poll<Seen> {
         let polled = self.io.poll_ready(cx, direction);
         if polled.is_pending() {
             record_outside(cx.waker(), || WaitOn::Io {
@@ -116,7 +152,7 @@ impl Registration {
 /// through would block.
 pub(crate) struct ReadyGuard<'a> {
     io: &'a ScheduledIo,
-    seen: crate::runtime::driver::readiness::Seen,
+    seen: Seen,
 }
 
 impl ReadyGuard<'_> {

@@ -11,6 +11,7 @@
 
 use std::task::{Context, Poll};
 
+use crate::runtime::driver::read_ahead::{Found, ReadAhead};
 use crate::runtime::driver::readiness::{
     Direction, ERROR, READ_CLOSED, READABLE, Readiness, Seen, WRITABLE, WRITE_CLOSED,
 };
@@ -23,6 +24,7 @@ pub(crate) struct ScheduledIo {
     readiness: Readiness,
     reader: WakerSlot,
     writer: WakerSlot,
+    read_ahead: ReadAhead,
 }
 
 impl ScheduledIo {
@@ -31,6 +33,7 @@ impl ScheduledIo {
             readiness: Readiness::new(),
             reader: WakerSlot::new(),
             writer: WakerSlot::new(),
+            read_ahead: ReadAhead::new(),
         }
     }
 
@@ -61,6 +64,15 @@ impl ScheduledIo {
     #[must_use]
     pub(crate) fn clear(&self, seen: Seen) -> bool {
         self.readiness.clear(seen)
+    }
+
+    /// What a stream's read that acted on `seen` found: the read-ahead score learns from
+    /// it, and a read that came back short clears the readiness unless the source reads
+    /// ahead (`read_ahead.rs`). A `WouldBlock` is then cleared as by [`clear`](Self::clear).
+    pub(crate) fn stream_read(&self, seen: Seen, found: Found) {
+        if self.read_ahead.learn(seen, found) {
+            let _ = self.readiness.clear_drained(seen);
+        }
     }
 
     /// The driver's report for this source, from poll `tick`: `ready` (bits of

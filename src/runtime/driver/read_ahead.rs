@@ -1,0 +1,218 @@
+//! Reading ahead: whether a stream's read that emptied the socket leaves its readiness
+//! standing, so the next read runs the system call at once, or clears it, so the next
+//! read waits for the driver's next event. Learned per source from what reading ahead
+//! found.
+//!
+//! A read that returns fewer bytes than it asked for has emptied the socket's receive
+//! queue. Clearing the readiness then (tokio's rule) saves the next read a call that
+//! will most likely get `WouldBlock`; leaving it standing lets the next read take bytes
+//! that came meanwhile without waiting for the driver to report them (a poll, a
+//! dispatch, a wake, a schedule), which costs several times that call. Which pays
+//! depends on the peer and the load (docs/performance.md, "Reading ahead, learned per
+//! socket"). Both choices are correct: bytes that arrive after the read report a new edge, which
+//! the clear cannot erase (the tick rule of `readiness.rs`). This is only about cost.
+//!
+//! Each source keeps a score. A *read ahead* is a read that runs on the readiness its
+//! previous, short, read left standing, with no event since (the word's tick is the
+//! same). One that finds bytes raises the score by [`READ_AHEAD_HIT`]; one that gets
+//! `WouldBlock` lowers it by 1. A short read leaves the readiness standing while the
+//! score is at least [`READ_AHEAD_THRESHOLD`], and otherwise once every
+//! [`READ_AHEAD_PROBE`] short reads, so a peer whose pace changes is noticed.
+//!
+//! The state is one word, read and written with `Relaxed` loads and stores: it is a
+//! hint, ordered with nothing. Two processes reading one source at once (through
+//! `&TcpStream`) may lose each other's updates, which costs at most a call or a wait.
+//!
+//! | bits  | what                                                           |
+//! |-------|----------------------------------------------------------------|
+//! | 0..4  | the score, 0 to [`MAX_SCORE`]                                  |
+//! | 4..7  | short reads since the last probe                               |
+//! | 7     | [`AHEAD`]: the last read was short and left the readiness up   |
+//! | 16..  | the readiness tick that read acted on (with [`AHEAD`] set)     |
+
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::runtime::driver::readiness::Seen;
+use crate::tuning::{READ_AHEAD_HIT, READ_AHEAD_PROBE, READ_AHEAD_THRESHOLD};
+
+/// The score's bits.
+const SCORE_MASK: usize = 0xf;
+/// The highest score: a source that stops paying is read ahead at most
+/// `MAX_SCORE - READ_AHEAD_THRESHOLD + 1` more times.
+const MAX_SCORE: usize = SCORE_MASK;
+/// Shift of the count of short reads since the last probe.
+const PROBES_SHIFT: usize = 4;
+/// The count's bits, below the shift.
+const PROBES_MASK: usize = 0x7;
+/// The last read was short and left the readiness standing, at the tick above.
+const AHEAD: usize = 1 << 7;
+/// Shift of the tick: the readiness word's tick, which fits (`readiness.rs` shifts
+/// it by as much).
+const TICK_SHIFT: usize = 16;
+
+const _: () = {
+    assert!(READ_AHEAD_THRESHOLD as usize <= MAX_SCORE);
+    assert!(READ_AHEAD_HIT as usize <= MAX_SCORE);
+    assert!(READ_AHEAD_PROBE as usize >= 1 && READ_AHEAD_PROBE as usize <= PROBES_MASK + 1);
+};
+
+/// What a stream's read found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// `WouldBlock`.
+    Nothing,
+    /// Bytes (or the end of the stream); `short` if fewer than it asked for.
+    Bytes { short: bool },
+}
+
+/// One source's read-ahead score (module docs).
+#[derive(Debug)]
+pub(crate) struct ReadAhead {
+    word: AtomicUsize,
+}
+
+impl ReadAhead {
+    /// A source that reads ahead until that stops paying: the cheaper rule where a peer
+    /// answers at once, and at most one wasted call where it does not.
+    pub(crate) fn new() -> ReadAhead {
+        ReadAhead {
+            word: AtomicUsize::new(READ_AHEAD_THRESHOLD as usize),
+        }
+    }
+
+    /// A read acting on `seen` found `found`. The score learns from it if it was a read
+    /// ahead; if it was short, true says to clear the readiness (wait for the next
+    /// event), false to leave it standing (read ahead).
+    #[must_use]
+    pub(crate) fn learn(&self, seen: Seen, found: Found) -> bool {
+        // Relaxed: a hint (module docs).
+        let word = self.word.load(Ordering::Relaxed);
+        let mut score = word & SCORE_MASK;
+        let mut probes = (word >> PROBES_SHIFT) & PROBES_MASK;
+        if word & AHEAD != 0 && word >> TICK_SHIFT == seen.tick() {
+            score = match found {
+                Found::Nothing => score.saturating_sub(1),
+                Found::Bytes { .. } => (score + READ_AHEAD_HIT as usize).min(MAX_SCORE),
+            };
+        }
+        let ahead = found == Found::Bytes { short: true }
+            && (score >= READ_AHEAD_THRESHOLD as usize || {
+                probes += 1;
+                probes == READ_AHEAD_PROBE as usize
+            });
+        if probes == READ_AHEAD_PROBE as usize {
+            probes = 0;
+        }
+        let next = score
+            | probes << PROBES_SHIFT
+            | if ahead {
+                AHEAD | seen.tick() << TICK_SHIFT
+            } else {
+                0
+            };
+        if next != word {
+            // Relaxed: as the load.
+            self.word.store(next, Ordering::Relaxed);
+        }
+        found == Found::Bytes { short: true } && !ahead
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::runtime::driver::readiness::{Direction, READABLE, Readiness};
+
+    /// A short read at driver tick `tick`, then `next` found by the read after it with no
+    /// event between: returns whether the short read cleared the readiness.
+    fn short_then(ahead: &ReadAhead, tick: usize, next: Found) -> bool {
+        let word = Readiness::new();
+        word.set(READABLE, tick);
+        let seen = word.seen(Direction::Read).unwrap();
+        let cleared = ahead.learn(seen, Found::Bytes { short: true });
+        if !cleared {
+            let _ = ahead.learn(seen, next);
+        }
+        cleared
+    }
+
+    #[test]
+    fn reads_ahead_while_it_finds_bytes() {
+        let ahead = ReadAhead::new();
+        for tick in 1..100 {
+            assert!(
+                !short_then(&ahead, tick, Found::Bytes { short: true }),
+                "tick {tick}"
+            );
+        }
+    }
+
+    #[test]
+    fn stops_once_reading_ahead_finds_nothing_and_probes() {
+        let ahead = ReadAhead::new();
+        assert!(
+            !short_then(&ahead, 1, Found::Nothing),
+            "reads ahead at first"
+        );
+        let cleared: Vec<bool> = (2..2 + 3 * READ_AHEAD_PROBE as usize)
+            .map(|tick| short_then(&ahead, tick, Found::Nothing))
+            .collect();
+        let probes = cleared.iter().filter(|cleared| !**cleared).count();
+        assert_eq!(
+            probes, 3,
+            "one read ahead in {READ_AHEAD_PROBE}: {cleared:?}"
+        );
+    }
+
+    #[test]
+    fn a_probe_that_finds_bytes_starts_reading_ahead_again() {
+        let ahead = ReadAhead::new();
+        let mut tick = 1;
+        while !short_then(&ahead, tick, Found::Nothing) {
+            tick += 1;
+        }
+        // Probes until one reads ahead, which finds bytes.
+        loop {
+            tick += 1;
+            if !short_then(&ahead, tick, Found::Bytes { short: false }) {
+                break;
+            }
+        }
+        tick += 1;
+        assert!(
+            !short_then(&ahead, tick, Found::Nothing),
+            "reading ahead again"
+        );
+    }
+
+    #[test]
+    fn a_read_after_a_new_event_is_no_read_ahead() {
+        let ahead = ReadAhead::new();
+        let word = Readiness::new();
+        for tick in 1..100 {
+            word.set(READABLE, tick);
+            let seen = word.seen(Direction::Read).unwrap();
+            let _ = ahead.learn(seen, Found::Bytes { short: true });
+            // The driver reported the socket again before the next read, which found
+            // nothing: that says nothing about reading ahead.
+            word.set(READABLE, tick + 1000);
+            let seen = word.seen(Direction::Read).unwrap();
+            assert!(!ahead.learn(seen, Found::Nothing));
+        }
+        assert!(
+            !short_then(&ahead, 5000, Found::Nothing),
+            "still reads ahead"
+        );
+    }
+
+    #[test]
+    fn only_a_short_read_clears() {
+        let ahead = ReadAhead::new();
+        let word = Readiness::new();
+        for (tick, found) in [(1, Found::Nothing), (2, Found::Bytes { short: false })] {
+            word.set(READABLE, tick);
+            for _ in 0..20 {
+                assert!(!ahead.learn(word.seen(Direction::Read).unwrap(), found));
+            }
+        }
+    }
+}
