@@ -272,6 +272,92 @@ fn reset_moves_the_deadline_both_ways() {
     });
 }
 
+/// A waiting sleep's deadline moved later stays in the wheel where it was (no lock):
+/// its first deadline wakes the owner, which finds the new one ahead and waits again;
+/// it never completes before the new deadline, and leaves the wheel.
+#[test]
+fn reset_later_keeps_the_entry_and_never_completes_early() {
+    bounded(20, || {
+        let rt = runtime(1, "sleep-reset-later");
+        let polls = std::sync::atomic::AtomicUsize::new(0);
+        // Long enough to be pending at its first poll and at the reset, even on a loaded
+        // machine or under valgrind.
+        let first = 300 * MS * u32::try_from(common::scaled_secs(1)).unwrap();
+        rt.block_on(async {
+            let start = Instant::now();
+            let mut sleep = pin!(csp::sleep(first));
+            assert!(futures::poll!(sleep.as_mut()).is_pending());
+            assert_eq!(rt.metrics().timers_armed, 1);
+            let later = start + 2 * first;
+            sleep.as_mut().reset(later);
+            assert_eq!(rt.metrics().timers_armed, 1, "the entry stays linked");
+            assert_eq!(sleep.deadline(), later);
+            std::future::poll_fn(|cx| {
+                polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                sleep.as_mut().poll(cx)
+            })
+            .await;
+            assert!(Instant::now() >= later, "completed early");
+        });
+        // The poll that waits, the first deadline's wake, then the new one's; one fewer
+        // if the first wake came late, past the new deadline.
+        let polls = polls.into_inner();
+        assert!((2..=3).contains(&polls), "{polls} polls after the reset");
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+/// A sleep polled again and again by the waker it will wake stays pending; polled by
+/// another, that one is woken when it fires, once, and the first not at all.
+#[test]
+fn a_sleep_polled_again_wakes_its_latest_waker_once() {
+    bounded(20, || {
+        let rt = runtime(1, "sleep-repoll");
+        let (first_count, first) = CountingWaker::new();
+        let (latest_count, latest) = CountingWaker::new();
+        // Long enough to be pending through the polls below on a loaded machine.
+        let long = 300 * MS * u32::try_from(common::scaled_secs(1)).unwrap();
+        let mut sleep = foreign_sleep_on(&rt, long, first.clone());
+        let mut poll = |waker: &std::task::Waker| {
+            sleep
+                .as_mut()
+                .poll(&mut std::task::Context::from_waker(waker))
+        };
+        for _ in 0..3 {
+            assert!(poll(&first).is_pending());
+        }
+        assert!(poll(&latest).is_pending());
+        assert!(poll(&latest).is_pending());
+        common::wait_until(10, "the sleep fired", || latest_count.wakes() == 1);
+        assert_eq!(poll(&latest), Poll::Ready(()));
+        assert_eq!(first_count.wakes(), 0, "the replaced waker is not woken");
+        assert_eq!(latest_count.wakes(), 1);
+        drop(sleep);
+        drop(rt);
+    });
+}
+
+/// A sleep polled again by the same waker after its runtime shut down (which woke it)
+/// moves to the default runtime and completes there.
+#[test]
+fn a_sleep_polled_again_by_its_waker_after_its_runtime_went_moves_on() {
+    bounded(20, || {
+        let rt = runtime(1, "sleep-repoll-shutdown");
+        let (count, waker) = CountingWaker::new();
+        let long = Duration::from_secs(common::scaled_secs(1));
+        let mut sleep = foreign_sleep_on(&rt, long, waker.clone());
+        drop(rt);
+        assert_eq!(count.wakes(), 1, "the shutdown woke the sleep");
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        common::wait_until(10, "the sleep fired on the default runtime", || {
+            count.wakes() == 2
+        });
+        assert_eq!(sleep.as_mut().poll(&mut cx), Poll::Ready(()));
+        assert!(sleep.deadline() <= Instant::now());
+    });
+}
+
 #[test]
 fn timeout_gives_the_output_or_elapsed() {
     bounded(20, || {

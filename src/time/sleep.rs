@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
@@ -66,6 +66,13 @@ pin_project! {
         deadline: Option<Instant>,
         // The runtime whose wheel the entry is armed in.
         runtime: Option<Handle>,
+        // While armed: the tick the entry is linked at.
+        armed_tick: u64,
+        // While armed: the waker the entry wakes (a poll with this one takes no lock).
+        woken: Option<WakerId>,
+        // While armed: a `reset` moved the deadline past `armed_tick`, so the entry's
+        // firing does not complete the sleep.
+        moved: bool,
         done: bool,
         #[pin]
         entry: Entry,
@@ -74,19 +81,35 @@ pin_project! {
     impl PinnedDrop for Sleep {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
-            // A fired entry is unlinked and its action taken (both before `fired` was
-            // published): nothing to undo, and no lock to take.
-            if this.entry.has_fired() {
-                return;
-            }
             disarm(this.runtime.take(), &this.entry);
         }
+    }
+}
+
+/// A waker as its data and vtable pointers: two wakers with the same are the same raw
+/// waker, so either one's wake does what the other's would (what `Waker::will_wake`
+/// compares). While the entry holds a clone of the waker recorded, that waker's data is
+/// alive, so its address cannot stand for another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct WakerId(usize, usize);
+
+impl WakerId {
+    fn of(waker: &Waker) -> WakerId {
+        WakerId(
+            waker.data() as usize,
+            std::ptr::from_ref(waker.vtable()) as usize,
+        )
     }
 }
 
 /// Takes `entry` out of the wheel of `runtime`, the one it was armed in, if any; what it
 /// would have done on firing is dropped.
 fn disarm(runtime: Option<Handle>, entry: &Pin<&mut Entry>) {
+    // A fired entry is unlinked and its action taken (both before `fired` was
+    // published): nothing to undo, and no lock to take.
+    if entry.has_fired() {
+        return;
+    }
     if let Some(runtime) = runtime {
         // SAFETY: the entry is pinned and was armed in this runtime's wheel.
         let action = unsafe { runtime.shared.timers().disarm(NonNull::from(&**entry)) };
@@ -99,6 +122,9 @@ impl Sleep {
         Sleep {
             deadline,
             runtime: None,
+            armed_tick: 0,
+            woken: None,
+            moved: false,
             done: false,
             entry: Entry::new(),
         }
@@ -134,6 +160,13 @@ impl Sleep {
     /// Moves the deadline (earlier or later, elapsed or not): the sleep completes at the
     /// new one, when next polled.
     ///
+    /// Moving a waiting sleep's deadline later takes no lock: its wheel entry stays where
+    /// it is, and when the deadline it was armed for comes, the sleep's owner is woken
+    /// once to find the new deadline still ahead, and the sleep waits again. So an idle
+    /// timer pushed back at every message takes no lock for it, and costs one wake each
+    /// time the deadline it was armed for passes. Polling a waiting sleep again with the
+    /// waker it will wake takes no lock either.
+    ///
     /// ```
     /// use std::time::{Duration, Instant};
     ///
@@ -147,9 +180,24 @@ impl Sleep {
     /// ```
     pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
         let this = self.project();
+        *this.done = false;
+        if let Some(runtime) = this.runtime.as_ref()
+            && !this.entry.has_fired()
+        {
+            let tick = runtime.shared.timers().deadline_tick(deadline);
+            if tick >= *this.armed_tick {
+                // Later, or in the entry's own tick: the entry stays linked. Should it
+                // fire meanwhile (it may be firing now), the next poll finds it fired;
+                // with `moved` that poll arms it again, and without, the new deadline
+                // is in the tick that fired, so it has come.
+                *this.moved |= tick > *this.armed_tick;
+                *this.deadline = Some(deadline);
+                return;
+            }
+        }
         disarm(this.runtime.take(), &this.entry);
         *this.deadline = Some(deadline);
-        *this.done = false;
+        *this.moved = false;
     }
 }
 
@@ -163,25 +211,38 @@ impl Future for Sleep {
         }
         let entry = NonNull::from(&*this.entry);
         if let Some(runtime) = this.runtime.as_ref() {
-            if this.entry.has_fired() {
+            let waker = WakerId::of(cx.waker());
+            let fired = if this.entry.has_fired() {
                 // The common wake-up: no lock needed to know.
+                true
+            } else if *this.woken == Some(waker) && !runtime.shared.is_shutdown() {
+                // Polled again by the waker the entry wakes: the lock would find the entry
+                // linked (it has not fired; only a shutdown unlinks without firing, and it
+                // sets the flag read here before it unlinks, then wakes this waker, whose
+                // poll reads the flag) and waking this waker already, and change nothing.
+                let deadline = *this.deadline;
+                record_timer(cx, || deadline.map(|d| (d, Instant::now())));
+                return Poll::Pending;
+            } else {
+                // SAFETY: the entry is pinned and armed in this runtime's wheel.
+                match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
+                    Rewake::Waiting => {
+                        *this.woken = Some(waker);
+                        let deadline = *this.deadline;
+                        record_timer(cx, || deadline.map(|d| (d, Instant::now())));
+                        return Poll::Pending;
+                    }
+                    Rewake::Fired => true,
+                    Rewake::Unlinked => false,
+                }
+            };
+            if fired && !*this.moved {
                 *this.done = true;
                 return Poll::Ready(());
             }
-            // SAFETY: the entry is pinned and armed in this runtime's wheel.
-            match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
-                Rewake::Waiting => {
-                    let deadline = *this.deadline;
-                    record_timer(cx, || deadline.map(|d| (d, Instant::now())));
-                    return Poll::Pending;
-                }
-                Rewake::Fired => {
-                    *this.done = true;
-                    return Poll::Ready(());
-                }
-                // Its runtime shut down: arm it again elsewhere.
-                Rewake::Unlinked => *this.runtime = None,
-            }
+            // Fired before a deadline a `reset` moved later (arm it again), or unlinked
+            // by its runtime's shutdown (arm it elsewhere): unlinked either way.
+            *this.runtime = None;
         }
         let Some(deadline) = *this.deadline else {
             return Poll::Pending;
@@ -209,6 +270,9 @@ impl Future for Sleep {
                     // foreign waker's drop): should it panic, `PinnedDrop` must know
                     // where to disarm.
                     let runtime = this.runtime.insert(runtime);
+                    *this.armed_tick = tick;
+                    *this.woken = Some(WakerId::of(cx.waker()));
+                    *this.moved = false;
                     if wake_a_worker {
                         runtime.shared.idle().notify_work();
                     }
