@@ -796,7 +796,7 @@ fn send_any_storm_delivers_every_value_exactly_once() {
                         let mut spin = 0u64;
                         loop {
                             spin += 1;
-                            if spin % 7 == 0 {
+                            if spin.is_multiple_of(7) {
                                 // A receive started and cancelled: takes nothing.
                                 let mut recv = std::pin::pin!(rx.recv());
                                 if let std::task::Poll::Ready(v) = futures::poll!(recv.as_mut()) {

@@ -29,7 +29,7 @@ async fn cancelling_consumer<T: Send>(
     let mut rng = Rng::new(seed);
     let mut got = Vec::new();
     let mut cancels = 0;
-    let mut sel = if seed % 2 == 0 {
+    let mut sel = if seed.is_multiple_of(2) {
         Select::new()
     } else {
         Select::new_biased()

@@ -33,7 +33,7 @@ async fn match_one(id: u64, tx: Sender<Tracked>, rx: Receiver<Tracked>, drops: C
     let (mut sel, recv_first) = match id % 3 {
         0 => (Select::new_biased(), true),
         1 => (Select::new_biased(), false),
-        _ => (Select::new(), id % 2 == 0),
+        _ => (Select::new(), id.is_multiple_of(2)),
     };
     let (r, s) = if recv_first {
         let r = sel.recv(&rx);
@@ -54,7 +54,7 @@ async fn match_one(id: u64, tx: Sender<Tracked>, rx: Receiver<Tracked>, drops: C
             i => panic!("no arm {i}"),
         }
     };
-    if id % 4 == 0 {
+    if id.is_multiple_of(4) {
         csp::yield_now().await;
     }
     got

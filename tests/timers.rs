@@ -307,6 +307,25 @@ fn reset_later_keeps_the_entry_and_never_completes_early() {
     });
 }
 
+/// A sleep dropped while a later `reset` left its entry linked where it was: the entry
+/// leaves the wheel (it lives inside the sleep).
+#[test]
+fn a_sleep_dropped_after_a_later_reset_leaves_the_wheel() {
+    bounded(20, || {
+        let rt = runtime(1, "sleep-reset-drop");
+        rt.block_on(async {
+            let mut sleep = Box::pin(csp::sleep(Duration::from_secs(3600)));
+            assert!(futures::poll!(sleep.as_mut()).is_pending());
+            sleep
+                .as_mut()
+                .reset(Instant::now() + Duration::from_secs(7200));
+            assert_eq!(rt.metrics().timers_armed, 1);
+            drop(sleep);
+            assert_eq!(rt.metrics().timers_armed, 0);
+        });
+    });
+}
+
 /// A sleep polled again and again by the waker it will wake stays pending; polled by
 /// another, that one is woken when it fires, once, and the first not at all.
 #[test]
@@ -337,24 +356,71 @@ fn a_sleep_polled_again_wakes_its_latest_waker_once() {
     });
 }
 
-/// A sleep polled again by the same waker after its runtime shut down (which woke it)
-/// moves to the default runtime and completes there.
+/// A process's sleep, polled again by its process (no lock), then handed to another
+/// process: that one's poll takes the entry over, and the sleep wakes it when it fires.
 #[test]
-fn a_sleep_polled_again_by_its_waker_after_its_runtime_went_moves_on() {
+fn a_sleep_polled_again_by_its_process_then_handed_on_wakes_the_new_owner() {
     bounded(20, || {
-        let rt = runtime(1, "sleep-repoll-shutdown");
-        let (count, waker) = CountingWaker::new();
-        let long = Duration::from_secs(common::scaled_secs(1));
-        let mut sleep = foreign_sleep_on(&rt, long, waker.clone());
-        drop(rt);
-        assert_eq!(count.wakes(), 1, "the shutdown woke the sleep");
-        let mut cx = std::task::Context::from_waker(&waker);
-        assert!(sleep.as_mut().poll(&mut cx).is_pending());
-        common::wait_until(10, "the sleep fired on the default runtime", || {
-            count.wakes() == 2
+        let rt = runtime(2, "sleep-handed-on");
+        let long = 300 * MS * u32::try_from(common::scaled_secs(1)).unwrap();
+        let start = Instant::now();
+        let (sleep,) = rt
+            .block_on(rt.spawn(async move {
+                let mut sleep = Box::pin(csp::sleep(long));
+                for _ in 0..3 {
+                    assert!(futures::poll!(sleep.as_mut()).is_pending());
+                }
+                (sleep,)
+            }))
+            .unwrap();
+        let woke = rt.block_on(rt.spawn(async move {
+            sleep.await;
+            Instant::now()
+        }));
+        assert!(woke.unwrap() >= start + long, "completed early");
+        assert_eq!(rt.metrics().timers_armed, 0);
+    });
+}
+
+/// A sleep armed in one runtime's wheel and awaited by a process of another: when the
+/// first runtime goes, its shutdown wakes the process, whose poll (by the same waker)
+/// must not take the lock-free path, but arm the sleep in its own runtime.
+#[test]
+fn a_sleep_whose_runtime_went_moves_to_its_pollers_runtime() {
+    bounded(20, || {
+        let first = runtime(1, "sleep-first");
+        let second = runtime(1, "sleep-second");
+        let long = 300 * MS * u32::try_from(common::scaled_secs(1)).unwrap();
+        let start = Instant::now();
+        let (mut sleep,) = first
+            .block_on(first.spawn(async move {
+                let mut sleep = Box::pin(csp::sleep(long));
+                assert!(futures::poll!(sleep.as_mut()).is_pending());
+                (sleep,)
+            }))
+            .unwrap();
+        let polled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let awaiting = {
+            let polled = polled.clone();
+            second.spawn(async move {
+                std::future::poll_fn(|cx| {
+                    polled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    sleep.as_mut().poll(cx)
+                })
+                .await;
+                Instant::now()
+            })
+        };
+        common::wait_until(10, "the second runtime's process polled the sleep", || {
+            polled.load(std::sync::atomic::Ordering::SeqCst) == 1
         });
-        assert_eq!(sleep.as_mut().poll(&mut cx), Poll::Ready(()));
-        assert!(sleep.deadline() <= Instant::now());
+        drop(first);
+        common::wait_until(10, "the sleep armed again in the second runtime", || {
+            second.metrics().timers_armed == 1
+        });
+        let woke = second.block_on(awaiting).unwrap();
+        assert!(woke >= start + long, "completed early");
+        assert_eq!(second.metrics().timers_armed, 0);
     });
 }
 

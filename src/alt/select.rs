@@ -510,12 +510,12 @@ impl<'s> SelectFuture<'s, '_> {
 
 impl Drop for SelectFuture<'_, '_> {
     fn drop(&mut self) {
-        if let Some(select) = self.select.as_mut() {
-            if let Some(choice) = select.choice.as_mut() {
-                // An arm that fired before the cancel is undone (`abandon`); the next
-                // select settles what that left (a spent send).
-                let _ = choice.cancel(&select.arms, &select.plan);
-            }
+        if let Some(select) = self.select.as_mut()
+            && let Some(choice) = select.choice.as_mut()
+        {
+            // An arm that fired before the cancel is undone (`abandon`); the next
+            // select settles what that left (a spent send).
+            let _ = choice.cancel(&select.arms, &select.plan);
         }
     }
 }

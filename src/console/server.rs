@@ -32,10 +32,10 @@ impl Drop for Running {
         // serves a client (`http.rs`).
         self.stop.store(true, Ordering::Relaxed);
         let thread = self.thread.get_mut().map_or(None, Option::take);
-        if let Some(thread) = thread {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
+        if let Some(thread) = thread
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
         }
     }
 }

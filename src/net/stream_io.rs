@@ -4,16 +4,17 @@
 //! nothing is buffered, so a flush has nothing to do, and closing shuts the writing side
 //! down.
 
-/// Most slices one `readv` takes (`IOV_MAX`: 1024 on Linux, macOS and the BSDs); std
-/// passes no more. A vectored read over more slices moves at most this many, so coming
-/// back short says nothing about the socket, and such a read never counts as one that
-/// emptied it (`Registration::poll_stream_read`).
-pub(crate) const IOV_MAX: usize = 1024;
+/// The most slices a vectored read may have and still count as short when it comes back
+/// with fewer bytes than its slices hold (`Registration::poll_stream_read`): std passes
+/// at most the system's `IOV_MAX` slices to one `readv` (1024 on Linux, macOS and the
+/// BSDs), which POSIX guarantees to be at least 16 (`_XOPEN_IOV_MAX`). Past 16 a short
+/// result may be that cut, with bytes still queued, so it says nothing about the socket.
+pub(crate) const XOPEN_IOV_MAX: usize = 16;
 
 /// The bytes a vectored read into `bufs` asks for, for telling a short result; 0, which
-/// no result is short of, past [`IOV_MAX`] slices.
+/// no result is short of, past [`XOPEN_IOV_MAX`] slices.
 pub(crate) fn vectored_len(bufs: &[std::io::IoSliceMut<'_>]) -> usize {
-    if bufs.len() > IOV_MAX {
+    if bufs.len() > XOPEN_IOV_MAX {
         return 0;
     }
     bufs.iter().map(|buf| buf.len()).sum()
@@ -152,3 +153,18 @@ macro_rules! stream_io {
 }
 
 pub(crate) use stream_io;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vectored_read_over_more_slices_than_every_system_takes_is_never_short() {
+        let mut bytes = [0u8; 64];
+        let slices: Vec<_> = bytes.chunks_mut(2).map(std::io::IoSliceMut::new).collect();
+        assert_eq!(slices.len(), 32);
+        assert_eq!(vectored_len(&slices[..XOPEN_IOV_MAX]), 2 * XOPEN_IOV_MAX);
+        assert_eq!(vectored_len(&slices[..=XOPEN_IOV_MAX]), 0);
+        assert_eq!(vectored_len(&slices[..0]), 0);
+    }
+}

@@ -51,14 +51,15 @@ pub(crate) fn run(shared: Arc<Shared>, grace: Duration, hook: DeadlockHook) {
             std::thread::park_timeout(until - now);
         }
         let now = shared.activity();
-        if now == activity && reported != Some(activity) {
-            if let Some(report) = shared.deadlock_report(None, activity) {
-                reported = Some(activity);
-                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (hook.0)(&report))) {
-                    eprintln!("csp: the on_deadlock hook panicked; the runtime goes on");
-                    // The payload's drop is foreign code too.
-                    discard(payload);
-                }
+        if now == activity
+            && reported != Some(activity)
+            && let Some(report) = shared.deadlock_report(None, activity)
+        {
+            reported = Some(activity);
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (hook.0)(&report))) {
+                eprintln!("csp: the on_deadlock hook panicked; the runtime goes on");
+                // The payload's drop is foreign code too.
+                discard(payload);
             }
         }
         activity = now;

@@ -143,12 +143,12 @@ pub(crate) fn rehome(shared: &Arc<Shared>, slots: Slots) {
     {
         shared.push_remote(entry);
     }
-    if let Some(resting) = resting {
-        if let Some(unslept) = resting.sleep() {
-            // A re-queue goes to the injector (this is no worker); a cancellation drops
-            // the future here, marked as a poll as a worker marks it.
-            let _polling = context::polling(shared.id());
-            unslept.finish();
-        }
+    if let Some(resting) = resting
+        && let Some(unslept) = resting.sleep()
+    {
+        // A re-queue goes to the injector (this is no worker); a cancellation drops
+        // the future here, marked as a poll as a worker marks it.
+        let _polling = context::polling(shared.id());
+        unslept.finish();
     }
 }

@@ -14,6 +14,7 @@ use crate::runtime::timer::timers::{Armed, Rewake};
 use crate::task::waker::process_of;
 use crate::wait::WaitOn;
 use crate::wait::claim::Owner;
+use crate::wait::parker::parker_of;
 use crate::wait::record::record_outside;
 
 /// Waits until `duration` has elapsed.
@@ -68,7 +69,8 @@ pin_project! {
         runtime: Option<Handle>,
         // While armed: the tick the entry is linked at.
         armed_tick: u64,
-        // While armed: the waker the entry wakes (a poll with this one takes no lock).
+        // While armed: the waker the entry wakes, if a process's or `block_on`'s (a poll
+        // with this one takes no lock).
         woken: Option<WakerId>,
         // While armed: a `reset` moved the deadline past `armed_tick`, so the entry's
         // firing does not complete the sleep.
@@ -86,19 +88,26 @@ pin_project! {
     }
 }
 
-/// A waker as its data and vtable pointers: two wakers with the same are the same raw
-/// waker, so either one's wake does what the other's would (what `Waker::will_wake`
-/// compares). While the entry holds a clone of the waker recorded, that waker's data is
-/// alive, so its address cannot stand for another.
+/// A waker of a csp process or `block_on` future, as its data and vtable pointers: two
+/// wakers with the same are the same raw waker, so either one's wake does what the
+/// other's would (what `Waker::will_wake` compares).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct WakerId(usize, usize);
 
 impl WakerId {
-    fn of(waker: &Waker) -> WakerId {
-        WakerId(
-            waker.data() as usize,
-            std::ptr::from_ref(waker.vtable()) as usize,
-        )
+    /// `waker`'s id if csp holds its owner by an internal reference (`Owner::internal`):
+    /// the entry's owner then keeps the process or parker that the data points at alive,
+    /// so while the entry is armed the id cannot come to stand for another waker. `None`
+    /// for another executor's waker: the entry holds a clone of it, whose data may
+    /// differ from the waker's (a waker on the stack, copied to the heap by its clone),
+    /// and the address recorded could then be reused by a waker of another task.
+    fn internal(waker: &Waker) -> Option<WakerId> {
+        (process_of(waker).is_some() || parker_of(waker).is_some()).then(|| {
+            WakerId(
+                waker.data() as usize,
+                std::ptr::from_ref(waker.vtable()) as usize,
+            )
+        })
     }
 }
 
@@ -211,11 +220,11 @@ impl Future for Sleep {
         }
         let entry = NonNull::from(&*this.entry);
         if let Some(runtime) = this.runtime.as_ref() {
-            let waker = WakerId::of(cx.waker());
+            let waker = WakerId::internal(cx.waker());
             let fired = if this.entry.has_fired() {
                 // The common wake-up: no lock needed to know.
                 true
-            } else if *this.woken == Some(waker) && !runtime.shared.is_shutdown() {
+            } else if waker.is_some() && *this.woken == waker && !runtime.shared.is_shutdown() {
                 // Polled again by the waker the entry wakes: the lock would find the entry
                 // linked (it has not fired; only a shutdown unlinks without firing, and it
                 // sets the flag read here before it unlinks, then wakes this waker, whose
@@ -224,10 +233,13 @@ impl Future for Sleep {
                 record_timer(cx, || deadline.map(|d| (d, Instant::now())));
                 return Poll::Pending;
             } else {
+                // Forgotten first: `rewake` may replace the entry's waker, then panic in
+                // the old one's drop.
+                *this.woken = None;
                 // SAFETY: the entry is pinned and armed in this runtime's wheel.
                 match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
                     Rewake::Waiting => {
-                        *this.woken = Some(waker);
+                        *this.woken = waker;
                         let deadline = *this.deadline;
                         record_timer(cx, || deadline.map(|d| (d, Instant::now())));
                         return Poll::Pending;
@@ -271,7 +283,7 @@ impl Future for Sleep {
                     // where to disarm.
                     let runtime = this.runtime.insert(runtime);
                     *this.armed_tick = tick;
-                    *this.woken = Some(WakerId::of(cx.waker()));
+                    *this.woken = WakerId::internal(cx.waker());
                     *this.moved = false;
                     if wake_a_worker {
                         runtime.shared.idle().notify_work();

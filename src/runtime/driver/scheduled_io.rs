@@ -68,7 +68,8 @@ impl ScheduledIo {
 
     /// What a stream's read that acted on `seen` found: the read-ahead score learns from
     /// it, and a read that came back short clears the readiness unless the source reads
-    /// ahead (`read_ahead.rs`). A `WouldBlock` is then cleared as by [`clear`](Self::clear).
+    /// ahead (`read_ahead.rs`). A `WouldBlock`'s clear is the caller's, by
+    /// [`clear`](Self::clear).
     pub(crate) fn stream_read(&self, seen: Seen, found: Found) {
         if self.read_ahead.learn(seen, found) {
             let _ = self.readiness.clear_drained(seen);
