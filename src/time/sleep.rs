@@ -173,8 +173,8 @@ impl Sleep {
     /// it is, and when the deadline it was armed for comes, the sleep's owner is woken
     /// once to find the new deadline still ahead, and the sleep waits again. So an idle
     /// timer pushed back at every message takes no lock for it, and costs one wake each
-    /// time the deadline it was armed for passes. Polling a waiting sleep again with the
-    /// waker it will wake takes no lock either.
+    /// time the deadline it was armed for passes. A waiting sleep polled again by the
+    /// process (or `block_on`) it will wake takes no lock either.
     ///
     /// ```
     /// use std::time::{Duration, Instant};

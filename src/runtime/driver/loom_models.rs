@@ -1,8 +1,8 @@
 //! loom models of the driver's lock-free parts, driving the real `ScheduledIo`,
 //! readiness word and waker slot: an event racing an operation's `WouldBlock` clear or a
 //! stream's short-read clear, and a second task's waker pushing the first's out of the
-//! slot while the driver fires. In
-//! each, an operation that ends up waiting is woken by the event, or sees it.
+//! slot while the driver fires. In each, an operation that ends up waiting is woken by
+//! the event, or sees it.
 
 use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Wake, Waker};

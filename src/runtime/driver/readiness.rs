@@ -1,15 +1,15 @@
 //! The readiness word of one I/O source: what the driver last saw the operating system
 //! report for it, and when.
 //!
-//! | bits   | name             | set by the driver when                        | cleared              |
-//! |--------|------------------|-----------------------------------------------|----------------------|
+//! | bits   | name             | set by the driver when                        | cleared                                      |
+//! |--------|------------------|-----------------------------------------------|----------------------------------------------|
 //! | 0      | [`READABLE`]     | the source became readable                    | a read's `WouldBlock`, a stream's short read |
-//! | 1      | [`WRITABLE`]     | the source became writable                    | a write's `WouldBlock` |
-//! | 2      | [`READ_CLOSED`]  | the peer closed its writing side (or hung up) | a read's `WouldBlock` |
-//! | 3      | [`WRITE_CLOSED`] | the source can no longer be written           | a write's `WouldBlock` |
-//! | 4      | [`ERROR`]        | the source reported an error                  | either's `WouldBlock` |
-//! | 5      | [`SHUT_DOWN`]    | the runtime's driver shut down                | never                |
-//! | 16..   | tick             | the driver poll that last set a bit           | -                    |
+//! | 1      | [`WRITABLE`]     | the source became writable                    | a write's `WouldBlock`                       |
+//! | 2      | [`READ_CLOSED`]  | the peer closed its writing side (or hung up) | a read's `WouldBlock`                        |
+//! | 3      | [`WRITE_CLOSED`] | the source can no longer be written           | a write's `WouldBlock`                       |
+//! | 4      | [`ERROR`]        | the source reported an error                  | either's `WouldBlock`                        |
+//! | 5      | [`SHUT_DOWN`]    | the runtime's driver shut down                | never                                        |
+//! | 16..   | tick             | the driver poll that last set a bit           | -                                            |
 //!
 //! Sources are registered edge-triggered: the operating system reports a change once, so
 //! the word remembers it until an operation that tried and got `WouldBlock` clears it.
