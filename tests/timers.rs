@@ -19,6 +19,12 @@ fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     future.poll(&mut std::task::Context::from_waker(&waker))
 }
 
+/// A sleep's length that keeps it pending through a test's next few polls and steps,
+/// even on a loaded machine or under valgrind.
+fn pending_through_a_few_polls() -> Duration {
+    Duration::from_secs(common::scaled_secs(1))
+}
+
 #[test]
 fn sleep_never_completes_early() {
     bounded(20, || {
@@ -232,9 +238,7 @@ fn a_sleep_bound_to_a_dropped_runtime_finishes_on_the_default_one() {
     bounded(20, || {
         let rt = runtime(1, "sleep-moved");
         let (_counter, waker) = CountingWaker::new();
-        // Long enough to be pending at its first poll, even on a loaded machine or
-        // under valgrind.
-        let long = Duration::from_secs(common::scaled_secs(1));
+        let long = pending_through_a_few_polls();
         let mut sleep = Box::pin(csp::sleep(long));
         // Armed in `rt`'s wheel (polled inside it)...
         rt.block_on(async {
@@ -280,9 +284,7 @@ fn reset_later_keeps_the_entry_and_never_completes_early() {
     bounded(20, || {
         let rt = runtime(1, "sleep-reset-later");
         let polls = std::sync::atomic::AtomicUsize::new(0);
-        // Long enough to be pending at its first poll and at the reset, even on a loaded
-        // machine or under valgrind.
-        let first = 300 * MS * u32::try_from(common::scaled_secs(1)).unwrap();
+        let first = pending_through_a_few_polls();
         rt.block_on(async {
             let start = Instant::now();
             let mut sleep = pin!(csp::sleep(first));
@@ -334,8 +336,7 @@ fn a_sleep_polled_again_wakes_its_latest_waker_once() {
         let rt = runtime(1, "sleep-repoll");
         let (first_count, first) = CountingWaker::new();
         let (latest_count, latest) = CountingWaker::new();
-        // Long enough to be pending through the polls below on a loaded machine.
-        let long = 300 * MS * u32::try_from(common::scaled_secs(1)).unwrap();
+        let long = pending_through_a_few_polls();
         let mut sleep = foreign_sleep_on(&rt, long, first.clone());
         let mut poll = |waker: &std::task::Waker| {
             sleep
@@ -362,7 +363,7 @@ fn a_sleep_polled_again_wakes_its_latest_waker_once() {
 fn a_sleep_polled_again_by_its_process_then_handed_on_wakes_the_new_owner() {
     bounded(20, || {
         let rt = runtime(2, "sleep-handed-on");
-        let long = 300 * MS * u32::try_from(common::scaled_secs(1)).unwrap();
+        let long = pending_through_a_few_polls();
         let start = Instant::now();
         let (sleep,) = rt
             .block_on(rt.spawn(async move {
@@ -390,7 +391,7 @@ fn a_sleep_whose_runtime_went_moves_to_its_pollers_runtime() {
     bounded(20, || {
         let first = runtime(1, "sleep-first");
         let second = runtime(1, "sleep-second");
-        let long = 300 * MS * u32::try_from(common::scaled_secs(1)).unwrap();
+        let long = pending_through_a_few_polls();
         let start = Instant::now();
         let (mut sleep,) = first
             .block_on(first.spawn(async move {
