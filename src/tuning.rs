@@ -134,7 +134,9 @@ pub(crate) const DRIVER_POLL_PERIOD: Duration = Duration::from_micros(100);
 /// `epoll_wait` on some worker, a dispatch, a wake, a schedule); one that does not costs
 /// a `recvfrom`. 8, from the build that always cleared after a short read
 /// (docs/performance.md, 2026-11-26): at 50 connections it cost 0.5-0.8 µs more a
-/// request than reading ahead, for 0.7 fewer calls of some 0.3 µs.
+/// request than reading ahead, for 0.7 fewer calls of some 0.3 µs. Under `scripts/load`
+/// the score stays low at 50 and 500 connections alike (docs/performance.md,
+/// 2026-11-27): the value matters for peers that answer faster than the driver reports.
 #[cfg(feature = "io")]
 pub(crate) const READ_AHEAD_HIT: u8 = 8;
 
