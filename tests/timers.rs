@@ -328,8 +328,10 @@ fn a_sleep_dropped_after_a_later_reset_leaves_the_wheel() {
     });
 }
 
-/// A sleep polled again and again by the waker it will wake stays pending; polled by
-/// another, that one is woken when it fires, once, and the first not at all.
+/// A sleep polled again and again by another executor's waker (each poll under the
+/// wheel's lock: only a process's or `block_on`'s re-poll takes none) stays pending;
+/// polled by another such waker, that one is woken when it fires, once, and the first
+/// not at all.
 #[test]
 fn a_sleep_polled_again_wakes_its_latest_waker_once() {
     bounded(20, || {
@@ -391,7 +393,8 @@ fn a_sleep_whose_runtime_went_moves_to_its_pollers_runtime() {
     bounded(20, || {
         let first = runtime(1, "sleep-first");
         let second = runtime(1, "sleep-second");
-        let long = pending_through_a_few_polls();
+        // Pending through the first runtime's shutdown and the re-poll that follows.
+        let long = 2 * pending_through_a_few_polls();
         let start = Instant::now();
         let (mut sleep,) = first
             .block_on(first.spawn(async move {
@@ -413,7 +416,7 @@ fn a_sleep_whose_runtime_went_moves_to_its_pollers_runtime() {
             })
         };
         common::wait_until(10, "the second runtime's process polled the sleep", || {
-            polled.load(std::sync::atomic::Ordering::SeqCst) == 1
+            polled.load(std::sync::atomic::Ordering::SeqCst) >= 1
         });
         drop(first);
         common::wait_until(10, "the sleep armed again in the second runtime", || {

@@ -22,9 +22,9 @@ use crate::wait::record::record_outside;
 /// The timer is armed in the wheel of the runtime the future is first polled on (or of
 /// the default runtime, when polled outside any csp runtime: inside tokio, on a plain
 /// thread), and removed from it when the future is dropped. When that runtime shuts
-/// down, a sleep that a `block_on` or another executor awaits moves to the default
-/// runtime; one of a process of the runtime stays pending until the shutdown drops the
-/// process. It completes no earlier than asked and, on an idle machine, within about a
+/// down, a sleep that a `block_on`, another executor or a process of another runtime
+/// awaits moves to the runtime its next poll runs in (the default runtime outside any);
+/// one of a process of the runtime stays pending until the shutdown drops the process. It completes no earlier than asked and, on an idle machine, within about a
 /// millisecond after.
 ///
 /// ```
@@ -171,10 +171,11 @@ impl Sleep {
     ///
     /// Moving a waiting sleep's deadline later takes no lock: its wheel entry stays where
     /// it is, and when the deadline it was armed for comes, the sleep's owner is woken
-    /// once to find the new deadline still ahead, and the sleep waits again. So an idle
-    /// timer pushed back at every message takes no lock for it, and costs one wake each
-    /// time the deadline it was armed for passes. A waiting sleep polled again by the
-    /// process (or `block_on`) it will wake takes no lock either.
+    /// once to find the new deadline still ahead, and the sleep is armed again (under
+    /// the wheel's lock). So an idle timer pushed back at every message takes no lock for
+    /// it, and costs one wake and one arm each time the deadline it was armed for passes.
+    /// A waiting sleep polled again by the process (or `block_on`) it will wake takes no
+    /// lock either, unless its runtime is shutting down.
     ///
     /// ```
     /// use std::time::{Duration, Instant};

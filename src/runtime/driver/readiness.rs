@@ -3,7 +3,7 @@
 //!
 //! | bits   | name             | set by the driver when                        | cleared                                      |
 //! |--------|------------------|-----------------------------------------------|----------------------------------------------|
-//! | 0      | [`READABLE`]     | the source became readable                    | a read's `WouldBlock`, a stream's short read |
+//! | 0      | [`READABLE`]     | the source became readable                    | a read's `WouldBlock`, some short reads      |
 //! | 1      | [`WRITABLE`]     | the source became writable                    | a write's `WouldBlock`                       |
 //! | 2      | [`READ_CLOSED`]  | the peer closed its writing side (or hung up) | a read's `WouldBlock`                        |
 //! | 3      | [`WRITE_CLOSED`] | the source can no longer be written           | a write's `WouldBlock`                       |
