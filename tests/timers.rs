@@ -359,6 +359,88 @@ fn a_sleep_polled_again_wakes_its_latest_waker_once() {
     });
 }
 
+/// A waker whose data is a `Waker` on the caller's stack (woken through it) and whose
+/// clones are boxed copies of that one: a clone is a different raw waker than the
+/// waker, as the `Waker` contract allows.
+mod stack_waker {
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+
+    static STACK: RawWakerVTable = RawWakerVTable::new(clone, wake_by_ref, wake_by_ref, noop);
+    static HEAP: RawWakerVTable = RawWakerVTable::new(clone, wake_boxed, wake_by_ref, drop_boxed);
+
+    /// A waker that wakes `target`, with `target`'s address as its data.
+    ///
+    /// # Safety
+    /// `target` outlives the waker (not its clones, which own copies).
+    pub unsafe fn on(target: &Waker) -> Waker {
+        let data = std::ptr::from_ref(target).cast::<()>();
+        // SAFETY: the functions uphold the contract for a live `*const Waker`, which the
+        // caller keeps alive as long as this waker.
+        unsafe { Waker::from_raw(RawWaker::new(data, &STACK)) }
+    }
+
+    fn clone(data: *const ()) -> RawWaker {
+        // SAFETY: `data` points at a live `Waker` (the stack one, or a boxed copy).
+        let target = unsafe { &*data.cast::<Waker>() };
+        let boxed = Box::into_raw(Box::new(target.clone()));
+        RawWaker::new(boxed.cast::<()>().cast_const(), &HEAP)
+    }
+
+    fn wake_by_ref(data: *const ()) {
+        // SAFETY: as in `clone`.
+        unsafe { &*data.cast::<Waker>() }.wake_by_ref();
+    }
+
+    fn wake_boxed(data: *const ()) {
+        // SAFETY: a boxed copy, owned by the waker consumed here.
+        unsafe { Box::from_raw(data.cast::<Waker>().cast_mut()) }.wake();
+    }
+
+    fn drop_boxed(data: *const ()) {
+        // SAFETY: as in `wake_boxed`.
+        drop(unsafe { Box::from_raw(data.cast::<Waker>().cast_mut()) });
+    }
+
+    fn noop(_: *const ()) {}
+}
+
+/// Another executor polls a sleep with a waker, then with another waker of another
+/// task that has the same data and vtable (a waker on the stack, at the same address)
+/// but whose clones differ: the sleep's timer must wake the second task, so the entry
+/// (which holds a clone of the first) is updated, with no lock-free shortcut on the
+/// pointers of the waker polled with.
+#[test]
+fn a_foreign_waker_at_the_address_of_the_last_one_still_takes_over() {
+    bounded(20, || {
+        let rt = runtime(1, "sleep-stack-waker");
+        let (first_count, first) = CountingWaker::new();
+        let (latest_count, latest) = CountingWaker::new();
+        let mut sleep = std::pin::pin!(csp::sleep(pending_through_a_few_polls()));
+        let mut target = first;
+        rt.block_on(async {
+            // SAFETY: `target` outlives `waker`, dropped at the end of the block.
+            let waker = unsafe { stack_waker::on(&target) };
+            let mut cx = std::task::Context::from_waker(&waker);
+            assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        });
+        target = latest;
+        // SAFETY: as above.
+        let waker = unsafe { stack_waker::on(&target) };
+        assert!(
+            sleep
+                .as_mut()
+                .poll(&mut std::task::Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker);
+        common::wait_until(10, "the second task was woken", || {
+            latest_count.wakes() == 1
+        });
+        assert_eq!(first_count.wakes(), 0);
+        drop(rt);
+    });
+}
+
 /// A process's sleep, polled again by its process (no lock), then handed to another
 /// process: that one's poll takes the entry over, and the sleep wakes it when it fires.
 #[test]
