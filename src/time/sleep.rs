@@ -24,7 +24,8 @@ use crate::wait::record::record_outside;
 /// thread), and removed from it when the future is dropped. When that runtime shuts
 /// down, a sleep that a `block_on`, another executor or a process of another runtime
 /// awaits moves to the runtime its next poll runs in (the default runtime outside any);
-/// one of a process of the runtime stays pending until the shutdown drops the process. It completes no earlier than asked and, on an idle machine, within about a
+/// one of a process of the runtime stays pending until the shutdown drops the process.
+/// It completes no earlier than asked and, on an idle machine, within about a
 /// millisecond after.
 ///
 /// ```

@@ -18,9 +18,10 @@
 //! Each source keeps a score. A *read ahead* is a read that runs on the readiness its
 //! previous, short, read left standing, with no event since (the word's tick is the
 //! same). One that finds bytes (or the end of the stream: it returned at once) raises
-//! the score by [`READ_AHEAD_HIT`]; one that gets `WouldBlock` lowers it by 1. A short read leaves the readiness standing while the
-//! score is at least [`READ_AHEAD_THRESHOLD`], and otherwise once every
-//! [`READ_AHEAD_PROBE`] short reads, so a peer whose pace changes is noticed.
+//! the score by [`READ_AHEAD_HIT`]; one that gets `WouldBlock` lowers it by 1. A short
+//! read leaves the readiness standing while the score is at least
+//! [`READ_AHEAD_THRESHOLD`], and otherwise once every [`READ_AHEAD_PROBE`] short reads,
+//! so a peer whose pace changes is noticed.
 //!
 //! The state is one word, read and written with `Relaxed` loads and stores: it is a
 //! hint, ordered with nothing. Two processes reading one source at once (through
