@@ -60,15 +60,23 @@ impl Handle {
 
     /// The runtime a new timer binds to: the current one, or the default one outside any
     /// runtime (and while the current one shuts down); and the shard of its timers to
-    /// arm in (`context::timer_home`). `None` only for a process's own sleep
+    /// arm in (`context::timer_home`).
+    pub(crate) fn for_timer() -> (Handle, usize) {
+        let (handle, shard) = context::timer_home();
+        match handle {
+            Some(handle) if !handle.shared.is_shutdown() => (handle, shard),
+            _ => (super::default::handle(), shard),
+        }
+    }
+
+    /// As [`for_timer`](Self::for_timer), for a sleep; `None` for a process's own sleep
     /// (`of_process` says the sleep is polled with a process's waker; asked only on a
-    /// runtime that shuts down) that a worker of a
-    /// runtime that shuts down is polling: its runtime is about to drop it (every
-    /// process polled there is: the shutdown's walk cancels it), its timer would never
-    /// fire, and the default runtime must not be started for it. A worker's thread
-    /// hooks, and other executors, are no such process: their timers move to the
-    /// default runtime.
-    pub(crate) fn for_timer(of_process: impl FnOnce() -> bool) -> Option<(Handle, usize)> {
+    /// runtime that shuts down) polled on a worker of a runtime that shuts down: its
+    /// runtime is about to drop it (every process polled there is: the shutdown's walk
+    /// cancels it), its timer would never fire, and the default runtime must not be
+    /// started for it. A worker's thread hooks, and other executors, are no such
+    /// process: their sleeps move to the default runtime.
+    pub(crate) fn for_sleep(of_process: impl FnOnce() -> bool) -> Option<(Handle, usize)> {
         let (handle, shard) = context::timer_home();
         match handle {
             Some(handle) if !handle.shared.is_shutdown() => Some((handle, shard)),

@@ -100,12 +100,10 @@ impl ChannelTimer {
     #[track_caller]
     fn start(first: Option<Instant>, schedule: Option<(Instant, Duration)>) -> Receiver<Instant> {
         let (sender, receiver) = bounded(1);
-        // Not known to be a process's own: a channel may be handed on, and one made in a
-        // `Drop` on a worker may be awaited there. On a runtime that shuts down it moves
-        // to the default runtime, which it may start.
-        let Some((runtime, shard)) = Handle::for_timer(|| false) else {
-            unreachable!("only a process's own sleep is left without a runtime")
-        };
+        // Never a process's own, as a sleep may be: a channel may be handed on, and one
+        // made in a `Drop` on a worker may be awaited there. On a runtime that shuts down
+        // it moves to the default runtime, which it may start.
+        let (runtime, shard) = Handle::for_timer();
         let timer = Arc::new(ChannelTimer {
             entry: Entry::new(),
             sender,

@@ -103,12 +103,20 @@ impl WakerId {
     /// differ from the waker's (a waker on the stack, copied to the heap by its clone),
     /// and the address recorded could then be reused by a waker of another task.
     fn internal(waker: &Waker) -> Option<WakerId> {
-        (process_of(waker).is_some() || parker_of(waker).is_some()).then(|| {
-            WakerId(
-                waker.data() as usize,
-                std::ptr::from_ref(waker.vtable()) as usize,
-            )
-        })
+        (process_of(waker).is_some() || parker_of(waker).is_some()).then(|| WakerId::of(waker))
+    }
+
+    /// As [`internal`](Self::internal), for `waker` whose owner the entry is given
+    /// (`Owner::from_waker`): internal exactly when that owner is.
+    fn of_owner(owner: &Owner, waker: &Waker) -> Option<WakerId> {
+        (!matches!(owner, Owner::Foreign(_))).then(|| WakerId::of(waker))
+    }
+
+    fn of(waker: &Waker) -> WakerId {
+        WakerId(
+            waker.data() as usize,
+            std::ptr::from_ref(waker.vtable()) as usize,
+        )
     }
 }
 
@@ -222,19 +230,19 @@ impl Future for Sleep {
         }
         let entry = NonNull::from(&*this.entry);
         if let Some(runtime) = this.runtime.as_ref() {
-            let waker = WakerId::internal(cx.waker());
-            let fired = if this.entry.has_fired() {
-                // The common wake-up: no lock needed to know.
-                true
-            } else if waker.is_some() && *this.woken == waker && !runtime.shared.is_shutdown() {
-                // Polled again by the waker the entry wakes: the lock would find the entry
-                // linked (it has not fired; only a shutdown unlinks without firing, and it
-                // sets the flag read here before it unlinks, then wakes this waker, whose
-                // poll reads the flag) and waking this waker already, and change nothing.
-                let deadline = *this.deadline;
-                record_timer(cx, || deadline.map(|d| (d, Instant::now())));
-                return Poll::Pending;
-            } else {
+            // The common wake-up, fired: no lock needed to know.
+            let fired = this.entry.has_fired() || {
+                let waker = WakerId::internal(cx.waker());
+                if waker.is_some() && *this.woken == waker && !runtime.shared.is_shutdown() {
+                    // Polled again by the waker the entry wakes: the lock would find the
+                    // entry linked (it has not fired; only a shutdown unlinks without
+                    // firing, and it sets the flag read here before it unlinks, then wakes
+                    // this waker, whose poll reads the flag) and waking this waker
+                    // already, and change nothing.
+                    let deadline = *this.deadline;
+                    record_timer(cx, || deadline.map(|d| (d, Instant::now())));
+                    return Poll::Pending;
+                }
                 // Forgotten first: `rewake` may replace the entry's waker, then panic in
                 // the old one's drop.
                 *this.woken = None;
@@ -267,7 +275,7 @@ impl Future for Sleep {
             return Poll::Ready(());
         }
         let of_process = || process_of(cx.waker()).is_some();
-        let Some((mut runtime, mut shard)) = Handle::for_timer(of_process) else {
+        let Some((mut runtime, mut shard)) = Handle::for_sleep(of_process) else {
             // A process of a runtime that shuts down, and drops it: no wake to wait for.
             return Poll::Pending;
         };
@@ -275,6 +283,7 @@ impl Future for Sleep {
             let timers = runtime.shared.timers();
             let tick = timers.deadline_tick(deadline);
             let owner = Owner::from_waker(cx.waker());
+            let woken = WakerId::of_owner(&owner, cx.waker());
             // SAFETY: the entry is pinned and unlinked; `PinnedDrop` disarms it; only this
             // future arms, disarms or re-polls it, through `&mut self`.
             let (armed, rest) = unsafe { timers.arm(shard, entry, tick, Action::Wake(owner)) };
@@ -285,7 +294,7 @@ impl Future for Sleep {
                     // where to disarm.
                     let runtime = this.runtime.insert(runtime);
                     *this.armed_tick = tick;
-                    *this.woken = WakerId::internal(cx.waker());
+                    *this.woken = woken;
                     *this.moved = false;
                     if wake_a_worker {
                         runtime.shared.idle().notify_work();
@@ -301,7 +310,7 @@ impl Future for Sleep {
                 }
                 // Shutting down under our feet: elsewhere (the default runtime never
                 // shuts down), unless this is a process of the runtime going.
-                Armed::Shutdown => match Handle::for_timer(of_process) {
+                Armed::Shutdown => match Handle::for_sleep(of_process) {
                     Some(home) => (runtime, shard) = home,
                     None => return Poll::Pending,
                 },

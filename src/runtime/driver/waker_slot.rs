@@ -35,7 +35,7 @@ use std::task::Waker;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use crate::task::panic::{FirstPanic, drop_foreign};
+use crate::task::panic::FirstPanic;
 
 const IDLE: usize = 0;
 const STORING: usize = 1;
@@ -198,17 +198,18 @@ impl WakerSlot {
     }
 
     /// Drops the stored wakers (the source is going away, perhaps in the `Drop` of a
-    /// socket whose owner is unwinding: a waker's panic is then let go, `drop_foreign`).
+    /// socket whose owner is unwinding: a waker's panic is then let go, as
+    /// `FirstPanic::resume` lets it go).
     pub(crate) fn clear(&self) {
         // Every one dropped though one's drop panics: the first panic goes on after.
         let mut panic = FirstPanic::default();
         let stored = self.take();
-        panic.catch(move || drop_foreign(stored));
+        panic.catch(move || drop(stored));
         // Dropped outside the lock: a waker's drop is its owner's code. One at a time,
         // each caught (a second panic in one drop of the whole list would abort).
         let others = std::mem::take(&mut *self.others.lock());
         for waker in others {
-            panic.catch(move || drop_foreign(waker));
+            panic.catch(move || drop(waker));
         }
         panic.resume();
     }
