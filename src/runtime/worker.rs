@@ -104,7 +104,7 @@ use crate::tuning::{
 };
 
 #[cfg(all(test, loom))]
-mod loom_models;
+pub(crate) mod loom_models;
 mod park;
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -8,6 +8,8 @@
 //! below. Reached into by `alt` (the `after` arm) and the crate root only.
 
 mod channel;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod sleep;
 mod timeout;
 

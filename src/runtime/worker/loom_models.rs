@@ -50,7 +50,7 @@ impl Future for Once {
 /// Runs everything this worker can find through `next_task`: its slot, its queue and
 /// the injector, then puts its resting process to sleep, as the worker loop does when it
 /// finds nothing, and looks again. Bounded: it stops as soon as it finds nothing.
-fn drain(local: &Local) {
+pub(crate) fn drain(local: &Local) {
     loop {
         while let Some(entry) = local.next_task() {
             local.run_task(entry);
@@ -261,10 +261,16 @@ fn race(
 /// Ends a worker driven by hand, as its thread does at exit, and drops what is left of
 /// the sleeper's reference in `owner`.
 fn retire(local: &Local, guard: context::WorkerGuard, owner: &Mutex<Option<Owner>>) {
+    retire_worker(local, guard);
+    drop(owner.lock().take());
+}
+
+/// Ends a worker driven by hand, as its thread does at exit: what its slots and queue
+/// and the injector still hold is dropped.
+pub(crate) fn retire_worker(local: &Local, guard: context::WorkerGuard) {
     drop(guard);
     local.drain();
     local.shared.drain_injector();
-    drop(owner.lock().take());
 }
 
 /// Runs the worker on this thread against `racing` (started by [`race`]) until both
