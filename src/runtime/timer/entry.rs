@@ -80,6 +80,7 @@ unsafe impl Send for Entry {}
 unsafe impl Sync for Entry {}
 
 impl Entry {
+    #[inline]
     pub(crate) fn new() -> Entry {
         Entry {
             deadline: UnsafeCell::new(0),
