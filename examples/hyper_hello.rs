@@ -2,7 +2,8 @@
 //! HTTP with, run by csp's processes on csp's own sockets. The adapter is small: hyper
 //! reads and writes through its own I/O traits (`hyper::rt::Read`, `Write`), which a
 //! [`csp::net::TcpStream`] implements here through `futures`' `AsyncRead` and
-//! `AsyncWrite`, and it times its header reads with a timer, which `csp::sleep` is.
+//! `AsyncWrite`, and it times its header reads with a timer, which `csp::sleep` is (one
+//! allocation each: hyper boxes every sleep, one a request).
 //!
 //! ```text
 //! cargo run --release --example hyper_hello                       # 127.0.0.1:0, a free port
@@ -12,7 +13,8 @@
 //!
 //! It prints `listening on ADDR` once bound, then serves `Hello, world!` to every
 //! request until killed, a process per connection. The address and the worker count may
-//! also come from `HTTP_ADDR` and `HTTP_WORKERS`.
+//! also come from `HTTP_ADDR` and `HTTP_WORKERS`. A request's head has 10 s to arrive
+//! (`HTTP_HEADER_READ_MS` sets another limit), after which hyper closes the connection.
 
 #[path = "shared/http.rs"]
 #[allow(dead_code)]
@@ -66,7 +68,7 @@ pub async fn serve(listener: TcpListener) -> io::Result<()> {
             let _ = stream.set_nodelay(true);
             let served = http1::Builder::new()
                 .timer(CspTimer)
-                .header_read_timeout(Duration::from_secs(10))
+                .header_read_timeout(http::header_read_timeout())
                 .serve_connection(HyperIo(stream), service_fn(hello))
                 .await;
             // A client that goes away or misbehaves is no error of the server's.
@@ -136,22 +138,31 @@ struct CspTimer;
 
 impl hyper::rt::Timer for CspTimer {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(CspSleep(Box::pin(csp::sleep(duration))))
+        Box::pin(CspSleep {
+            sleep: csp::sleep(duration),
+        })
     }
 
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(CspSleep(Box::pin(csp::sleep_until(deadline))))
+        Box::pin(CspSleep {
+            sleep: csp::sleep_until(deadline),
+        })
     }
 }
 
-/// A `csp::Sleep` as hyper's `Sleep`.
-struct CspSleep(Pin<Box<csp::Sleep>>);
+pin_project_lite::pin_project! {
+    /// A `csp::Sleep` as hyper's `Sleep`, in the box hyper asks for (no second one).
+    struct CspSleep {
+        #[pin]
+        sleep: csp::Sleep,
+    }
+}
 
 impl Future for CspSleep {
     type Output = ();
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.0.as_mut().poll(cx)
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.project().sleep.poll(cx)
     }
 }
 

@@ -149,6 +149,11 @@ impl Server {
     /// Starts example `name` (built by `cargo test` beside this test's binary) with `args`
     /// and reads the address it prints.
     fn start(name: &str, args: &[&str]) -> Server {
+        Server::start_with_env(name, args, &[])
+    }
+
+    /// As [`start`](Server::start), with `env` added to the example's environment.
+    fn start_with_env(name: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         use std::io::BufRead;
         let dir = std::env::current_exe()
             .expect("the test binary's path")
@@ -159,6 +164,7 @@ impl Server {
         let binary = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
         let mut child = std::process::Command::new(&binary)
             .args(args)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap_or_else(|err| panic!("start {}: {err}", binary.display()));
@@ -221,9 +227,14 @@ fn echo_server_echoes_over_loopback_and_closes_idle_connections() {
 
 #[cfg(feature = "io")]
 #[test]
-fn http_hello_its_tokio_twin_and_hyper_on_csp_answer_over_loopback() {
+fn http_hello_hyper_hello_and_their_tokio_twins_answer_over_loopback() {
     use std::io::{Read, Write};
-    for name in ["http_hello", "http_hello_tokio", "hyper_hello"] {
+    for name in [
+        "http_hello",
+        "http_hello_tokio",
+        "hyper_hello",
+        "hyper_hello_tokio",
+    ] {
         let reply = bounded(LIMIT, move || {
             let server = Server::start(name, &["127.0.0.1:0", "--workers", "2"]);
             let mut conn = server.connect();
@@ -247,6 +258,44 @@ fn http_hello_its_tokio_twin_and_hyper_on_csp_answer_over_loopback() {
             "{name}: {reply}"
         );
         assert!(reply.ends_with("Hello, world!\n"), "{name}: {reply}");
+    }
+}
+
+/// hyper's header-read timer, a csp sleep in `hyper_hello` (and tokio's in its twin): a
+/// request answered, then the head of a second one begun and left unfinished. hyper
+/// arms a timer for each request's head and, at its deadline, closes the connection. A
+/// timer that never fired would leave the connection open for ever.
+#[cfg(feature = "io")]
+#[test]
+fn hyper_hello_closes_a_connection_whose_next_request_head_stalls() {
+    use std::io::{Read, Write};
+    for name in ["hyper_hello", "hyper_hello_tokio"] {
+        bounded(LIMIT, move || {
+            let server = Server::start_with_env(
+                name,
+                &["127.0.0.1:0", "--workers", "2"],
+                &[("HTTP_HEADER_READ_MS", "300")],
+            );
+            let mut conn = server.connect();
+            conn.write_all(b"GET / HTTP/1.1\r\nhost: test\r\n\r\n")
+                .unwrap();
+            let mut reply = Vec::new();
+            let mut chunk = [0; 1024];
+            while !reply.ends_with(b"Hello, world!\n") {
+                let n = conn.read(&mut chunk).unwrap();
+                assert!(n > 0, "{name}: closed before its first answer");
+                reply.extend_from_slice(&chunk[..n]);
+            }
+            conn.write_all(b"GET /stalled HTTP/1.1\r\nhost: t").unwrap();
+            // Whatever hyper writes before it closes (a 408, or nothing), the read ends.
+            let mut rest = Vec::new();
+            conn.read_to_end(&mut rest)
+                .unwrap_or_else(|err| panic!("{name}: the stalled connection: {err}"));
+            assert!(
+                !rest.windows(6).any(|w| w == b"200 OK"),
+                "{name}: answered a request that never arrived whole"
+            );
+        });
     }
 }
 

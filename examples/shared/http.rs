@@ -157,6 +157,19 @@ fn write_ok(output: &mut Vec<u8>, keep_alive: bool) {
     output.extend_from_slice(BODY.as_bytes());
 }
 
+/// How long hyper's servers (`hyper_hello` and its tokio twin) give a request's head to
+/// arrive, from when they start waiting for it: `HTTP_HEADER_READ_MS` milliseconds, 10 s
+/// by default.
+pub fn header_read_timeout() -> std::time::Duration {
+    let millis = match std::env::var("HTTP_HEADER_READ_MS") {
+        Ok(ms) => ms.parse().unwrap_or_else(|_| {
+            panic!("HTTP_HEADER_READ_MS must be a number of milliseconds, not {ms:?}")
+        }),
+        Err(_) => 10_000,
+    };
+    std::time::Duration::from_millis(millis)
+}
+
 /// The address to listen on and the worker threads to use, from the command line
 /// (`[ADDR] [--workers N]`) or the environment (`HTTP_ADDR`, `HTTP_WORKERS`); by default
 /// `127.0.0.1:0` (a free port, printed once bound) and one worker per core (`None`).
