@@ -37,6 +37,8 @@ use hyper::{Request, Response};
 
 fn main() -> io::Result<()> {
     let (addr, workers) = http::config();
+    // Read (and checked) before anything is served.
+    let header_read_timeout = http::header_read_timeout();
     let mut builder = csp::Runtime::builder();
     if let Some(workers) = workers {
         builder.worker_threads(workers);
@@ -47,15 +49,16 @@ fn main() -> io::Result<()> {
         let mut stdout = io::stdout();
         writeln!(stdout, "listening on {}", listener.local_addr()?)?;
         stdout.flush()?;
-        csp::spawn(serve(listener))
+        csp::spawn(serve(listener, header_read_timeout))
             .await
             .expect("the accept loop does not panic")
     })
 }
 
-/// Accepts connections for ever, serving each with hyper in a process of its own; a
-/// failed accept (out of file descriptors) pauses the loop.
-pub async fn serve(listener: TcpListener) -> io::Result<()> {
+/// Accepts connections for ever, serving each with hyper in a process of its own, a
+/// request's head given `header_read_timeout` to arrive; a failed accept (out of file
+/// descriptors) pauses the loop.
+pub async fn serve(listener: TcpListener, header_read_timeout: Duration) -> io::Result<()> {
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -68,7 +71,7 @@ pub async fn serve(listener: TcpListener) -> io::Result<()> {
             let _ = stream.set_nodelay(true);
             let served = http1::Builder::new()
                 .timer(CspTimer)
-                .header_read_timeout(http::header_read_timeout())
+                .header_read_timeout(header_read_timeout)
                 .serve_connection(HyperIo(stream), service_fn(hello))
                 .await;
             // A client that goes away or misbehaves is no error of the server's.

@@ -15,6 +15,7 @@ mod http;
 
 use std::convert::Infallible;
 use std::io::{self, Write};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -27,6 +28,8 @@ use tokio::net::TcpListener;
 
 fn main() -> io::Result<()> {
     let (addr, workers) = http::config();
+    // Read (and checked) before anything is served.
+    let header_read_timeout = http::header_read_timeout();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = workers {
         builder.worker_threads(workers);
@@ -38,15 +41,16 @@ fn main() -> io::Result<()> {
         writeln!(stdout, "listening on {}", listener.local_addr()?)?;
         stdout.flush()?;
         // The accept loop is a task too, as in `hyper_hello`.
-        tokio::spawn(serve(listener))
+        tokio::spawn(serve(listener, header_read_timeout))
             .await
             .expect("the accept loop does not panic")
     })
 }
 
-/// Accepts connections for ever, serving each with hyper in a task of its own; a failed
-/// accept (out of file descriptors) pauses the loop, as in `hyper_hello`.
-async fn serve(listener: TcpListener) -> io::Result<()> {
+/// Accepts connections for ever, serving each with hyper in a task of its own, a
+/// request's head given `header_read_timeout` to arrive; a failed accept (out of file
+/// descriptors) pauses the loop, as in `hyper_hello`.
+async fn serve(listener: TcpListener, header_read_timeout: Duration) -> io::Result<()> {
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -59,7 +63,7 @@ async fn serve(listener: TcpListener) -> io::Result<()> {
             let _ = stream.set_nodelay(true);
             let served = http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(http::header_read_timeout())
+                .header_read_timeout(header_read_timeout)
                 .serve_connection(TokioIo::new(stream), service_fn(hello))
                 .await;
             // A client that goes away or misbehaves is no error of the server's.

@@ -1,6 +1,7 @@
 //! The HTTP/1.1 part of `http_hello` (csp) and `http_hello_tokio` (tokio): parsing
 //! requests with `httparse` and writing the fixed response, on byte buffers, so that the
-//! two servers differ only in how they run connections and do I/O.
+//! two servers differ only in how they run connections and do I/O. The hyper examples
+//! (`hyper_hello`, `hyper_hello_tokio`) take their configuration and body from here.
 //!
 //! Every request gets `200 OK` with [`BODY`], whatever its method and path. Keep-alive
 //! follows the protocol version (HTTP/1.1 keeps the connection unless it says

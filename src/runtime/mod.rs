@@ -43,7 +43,7 @@ mod info;
 mod latch;
 mod metrics;
 #[cfg(all(test, loom))]
-mod process_loom_models;
+pub(crate) mod process_loom_models;
 pub(crate) mod queue;
 mod queue_age;
 mod registry;

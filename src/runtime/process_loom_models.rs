@@ -31,15 +31,17 @@ struct Probe {
     ready_at: usize,
 }
 
+/// A process future's polls and drops, and the waker it kept (shared with the future,
+/// for a model to read and take).
 #[derive(Clone)]
-pub(super) struct Counters {
-    polls: Arc<AtomicUsize>,
-    drops: Arc<AtomicUsize>,
-    waker: Arc<Mutex<Option<Waker>>>,
+pub(crate) struct Counters {
+    pub(crate) polls: Arc<AtomicUsize>,
+    pub(crate) drops: Arc<AtomicUsize>,
+    pub(crate) waker: Arc<Mutex<Option<Waker>>>,
 }
 
 impl Counters {
-    pub(super) fn new() -> Counters {
+    pub(crate) fn new() -> Counters {
         Counters {
             polls: Arc::new(AtomicUsize::new(0)),
             drops: Arc::new(AtomicUsize::new(0)),
@@ -56,15 +58,15 @@ impl Counters {
         }
     }
 
-    pub(super) fn polls(&self) -> usize {
+    pub(crate) fn polls(&self) -> usize {
         self.polls.load(Ordering::SeqCst)
     }
 
-    pub(super) fn drops(&self) -> usize {
+    pub(crate) fn drops(&self) -> usize {
         self.drops.load(Ordering::SeqCst)
     }
 
-    fn take_waker(&self) -> Option<Waker> {
+    pub(crate) fn take_waker(&self) -> Option<Waker> {
         self.waker.lock().take()
     }
 }

@@ -3,8 +3,7 @@
 //! hand runs the process, whose sleep arms in that runtime's wheel, and another thread
 //! fires the wheel or shuts the runtime down while the process is woken and polled
 //! again. The firing is never lost (the process completes, polled at most once more),
-//! and a shutdown ends it cancelled, its future dropped exactly once, with no timer
-//! moved to another runtime (which would start the default runtime inside the model).
+//! and a shutdown ends it cancelled, its future dropped exactly once.
 //! A sleep armed in one runtime's wheel and awaited by a process of another is armed
 //! again in the poller's runtime when its own shuts down under that second poll, and
 //! completes there.
@@ -19,11 +18,12 @@ use std::time::Duration;
 
 use loom::future::block_on;
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::atomic::Ordering;
 use loom::thread;
 
 use super::sleep::{Sleep, sleep};
 use crate::loom::sync::Mutex;
+use crate::runtime::process_loom_models::Counters;
 use crate::runtime::worker::Local;
 use crate::runtime::worker::loom_models::{drain, retire_worker};
 use crate::runtime::{Handle, Shared, context};
@@ -43,58 +43,36 @@ struct Sleeper {
     sleep: Arc<Mutex<Pin<Box<Sleep>>>>,
     /// Whether the first poll polls the sleep (arming it in the poller's runtime).
     arms_on_first_poll: bool,
-    polls: Arc<AtomicUsize>,
-    drops: Arc<AtomicUsize>,
-    waker: Arc<Mutex<Option<Waker>>>,
-}
-
-/// What the model keeps of a [`Sleeper`]: its counters and its first poll's waker.
-struct Watch {
-    polls: Arc<AtomicUsize>,
-    drops: Arc<AtomicUsize>,
-    waker: Arc<Mutex<Option<Waker>>>,
+    counters: Counters,
 }
 
 impl Sleeper {
-    fn new(sleep: Arc<Mutex<Pin<Box<Sleep>>>>, arms_on_first_poll: bool) -> (Sleeper, Watch) {
-        let watch = Watch {
-            polls: Arc::new(AtomicUsize::new(0)),
-            drops: Arc::new(AtomicUsize::new(0)),
-            waker: Arc::new(Mutex::new(None)),
-        };
+    fn new(sleep: Arc<Mutex<Pin<Box<Sleep>>>>, arms_on_first_poll: bool) -> (Sleeper, Counters) {
+        let counters = Counters::new();
         let sleeper = Sleeper {
             sleep,
             arms_on_first_poll,
-            polls: watch.polls.clone(),
-            drops: watch.drops.clone(),
-            waker: watch.waker.clone(),
+            counters: counters.clone(),
         };
-        (sleeper, watch)
+        (sleeper, counters)
     }
 }
 
-impl Watch {
-    fn polls(&self) -> usize {
-        self.polls.load(Ordering::SeqCst)
-    }
+/// The waker of the process's first poll.
+fn first_waker(counters: &Counters) -> Waker {
+    counters
+        .take_waker()
+        .expect("the first poll kept its waker")
+}
 
-    /// The waker of the first poll.
-    fn take_waker(&self) -> Waker {
-        self.waker
-            .lock()
-            .take()
-            .expect("the first poll kept its waker")
-    }
-
-    /// The process ended, its future dropped exactly once: a lost wake, or a sleep left
-    /// in no wheel, would leave it waiting, its future alive.
-    fn assert_ended(&self) {
-        assert_eq!(
-            self.drops.load(Ordering::SeqCst),
-            1,
-            "the process ended and its future was dropped exactly once"
-        );
-    }
+/// The process ended, its future dropped exactly once: a lost wake, or a sleep left in
+/// no wheel, would leave it waiting, its future alive.
+fn assert_ended(counters: &Counters) {
+    assert_eq!(
+        counters.drops(),
+        1,
+        "the process ended and its future was dropped exactly once"
+    );
 }
 
 impl Future for Sleeper {
@@ -102,9 +80,9 @@ impl Future for Sleeper {
     type Output = usize;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
-        let polls = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
+        let polls = self.counters.polls.fetch_add(1, Ordering::SeqCst) + 1;
         if polls == 1 {
-            *self.waker.lock() = Some(cx.waker().clone());
+            *self.counters.waker.lock() = Some(cx.waker().clone());
             if !self.arms_on_first_poll {
                 return Poll::Pending;
             }
@@ -115,7 +93,7 @@ impl Future for Sleeper {
 
 impl Drop for Sleeper {
     fn drop(&mut self) {
-        self.drops.fetch_add(1, Ordering::SeqCst);
+        self.counters.drops.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -124,6 +102,7 @@ fn shared_sleep() -> Arc<Mutex<Pin<Box<Sleep>>>> {
     Arc::new(Mutex::new(Box::pin(sleep(SLEEP))))
 }
 
+/// What the other thread does while the process is polled again.
 #[derive(Clone, Copy)]
 enum Racer {
     /// Fires the wheel past the sleep's deadline, as a worker's timer check does.
@@ -154,17 +133,19 @@ fn polled_again_racing(racer: Racer) {
     // wake brought a third (std's atomic: counted across executions, outside the model).
     static WOKEN_AFTER_REPOLL: std::sync::atomic::AtomicUsize =
         std::sync::atomic::AtomicUsize::new(0);
-    WOKEN_AFTER_REPOLL.store(0, std::sync::atomic::Ordering::Relaxed);
+    if let Racer::Fire = racer {
+        WOKEN_AFTER_REPOLL.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
     loom::model(move || {
         let (shared, mut queues) = Shared::new(1, "loom".to_owned(), None, Default::default());
         let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
         // SAFETY: `local` outlives the guard, on this thread.
         let guard = unsafe { context::WorkerGuard::new(&local) };
-        let (sleeper, watch) = Sleeper::new(shared_sleep(), true);
+        let (sleeper, counters) = Sleeper::new(shared_sleep(), true);
         let join = Shared::spawn(&shared, sleeper, Location::caller());
         // The first poll: the sleep arms, under the wheel's lock.
         drain(&local);
-        assert_eq!(watch.polls(), 1, "the sleep is waiting");
+        assert_eq!(counters.polls(), 1, "the sleep is waiting");
 
         let racing = {
             let shared = shared.clone();
@@ -179,13 +160,13 @@ fn polled_again_racing(racer: Racer) {
             })
         };
         // The second poll, with the first one's waker.
-        watch.take_waker().wake();
+        first_waker(&counters).wake();
         drain(&local);
         racing.join().unwrap();
         drain(&local);
         retire_worker(&local, guard);
 
-        watch.assert_ended();
+        assert_ended(&counters);
         match (racer, block_on(join)) {
             (Racer::Fire, Ok(polls)) => {
                 assert!(
@@ -225,14 +206,14 @@ fn loom_sleep_of_another_runtime_polled_again_racing_its_shutdown() {
         let (poller, mut queues) = Shared::new(1, "poller".to_owned(), None, Default::default());
         let local = Local::new(poller.clone(), 0, queues.pop().unwrap());
         let sleep = shared_sleep();
-        let (sleeper, watch) = Sleeper::new(sleep.clone(), false);
+        let (sleeper, counters) = Sleeper::new(sleep.clone(), false);
         let join = Shared::spawn(&poller, sleeper, Location::caller());
         {
             // SAFETY: `local` outlives the guard, on this thread.
             let _guard = unsafe { context::WorkerGuard::new(&local) };
             drain(&local);
         }
-        let process_waker = watch.take_waker();
+        let process_waker = first_waker(&counters);
         {
             // Armed in `home`'s wheel, to wake the process.
             let _home = context::enter(Handle {
@@ -261,7 +242,7 @@ fn loom_sleep_of_another_runtime_polled_again_racing_its_shutdown() {
         drain(&local);
         retire_worker(&local, guard);
 
-        watch.assert_ended();
+        assert_ended(&counters);
         match block_on(join) {
             Ok(polls) => assert!(polls <= 4, "polled {polls} times"),
             Err(err) => panic!("the sleep moved from a runtime that shut down was lost: {err}"),

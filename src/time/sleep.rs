@@ -245,7 +245,7 @@ impl Future for Sleep {
                     // entry linked (it has not fired; only a shutdown unlinks without
                     // firing, and it sets the flag read here before it unlinks, then wakes
                     // this waker, whose poll reads the flag) and waking this waker
-                    // already, and change nothing. `loom_models.rs` races this poll
+                    // already, and change nothing. `time/loom_models.rs` races this poll
                     // against the firing and against the shutdown.
                     let deadline = *this.deadline;
                     record_timer(cx, || deadline.map(|d| (d, Instant::now())));

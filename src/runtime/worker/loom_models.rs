@@ -657,10 +657,7 @@ fn loom_long_poll_takeover() {
         assert_eq!(counters.polls(), 2, "polled exactly twice");
         assert_eq!(counters.drops(), 1, "dropped exactly once");
         assert_eq!(block_on(sleeper).unwrap(), 2);
-        drop(owner.lock().take());
-        drop(guard);
-        local.drain();
-        shared.drain_injector();
+        retire(&local, guard, &owner);
         drop(local);
         let _ = shared.begin_shutdown();
     });
