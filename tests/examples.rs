@@ -262,9 +262,11 @@ fn http_hello_hyper_hello_and_their_tokio_twins_answer_over_loopback() {
 }
 
 /// hyper's header-read timer, a csp sleep in `hyper_hello` (and tokio's in its twin): a
-/// request answered, then the head of a second one begun and left unfinished. hyper
-/// arms a timer for each request's head and, at its deadline, closes the connection. A
-/// timer that never fired would leave the connection open for ever.
+/// request answered, then the head of a second one begun and left unfinished. Once a
+/// head is parsed hyper arms a timer for the next, and at its deadline closes the
+/// connection: not before it (300 ms here, counted from before the first request was
+/// sent), and not never (a timer that did not fire would leave the read waiting until
+/// the client's 20 s read timeout failed the test).
 #[cfg(feature = "io")]
 #[test]
 fn hyper_hello_closes_a_connection_whose_next_request_head_stalls() {
@@ -277,6 +279,7 @@ fn hyper_hello_closes_a_connection_whose_next_request_head_stalls() {
                 &[("HTTP_HEADER_READ_MS", "300")],
             );
             let mut conn = server.connect();
+            let sent = std::time::Instant::now();
             conn.write_all(b"GET / HTTP/1.1\r\nhost: test\r\n\r\n")
                 .unwrap();
             let mut reply = Vec::new();
@@ -294,6 +297,10 @@ fn hyper_hello_closes_a_connection_whose_next_request_head_stalls() {
             assert!(
                 !rest.windows(6).any(|w| w == b"200 OK"),
                 "{name}: answered a request that never arrived whole"
+            );
+            assert!(
+                sent.elapsed() >= std::time::Duration::from_millis(300),
+                "{name}: closed before the head's 300 ms were up"
             );
         });
     }

@@ -58,23 +58,6 @@ impl Sleeper {
     }
 }
 
-/// The waker of the process's first poll.
-fn first_waker(counters: &Counters) -> Waker {
-    counters
-        .take_waker()
-        .expect("the first poll kept its waker")
-}
-
-/// The process ended, its future dropped exactly once: a lost wake, or a sleep left in
-/// no wheel, would leave it waiting, its future alive.
-fn assert_ended(counters: &Counters) {
-    assert_eq!(
-        counters.drops(),
-        1,
-        "the process ended and its future was dropped exactly once"
-    );
-}
-
 impl Future for Sleeper {
     /// The polls it took.
     type Output = usize;
@@ -95,6 +78,23 @@ impl Drop for Sleeper {
     fn drop(&mut self) {
         self.counters.drops.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// The waker of the process's first poll.
+fn first_waker(counters: &Counters) -> Waker {
+    counters
+        .take_waker()
+        .expect("the first poll kept its waker")
+}
+
+/// The process ended, its future dropped exactly once: a lost wake, or a sleep left in
+/// no wheel, would leave it waiting, its future alive.
+fn assert_ended(counters: &Counters) {
+    assert_eq!(
+        counters.drops(),
+        1,
+        "the process ended and its future was dropped exactly once"
+    );
 }
 
 /// A sleep of [`SLEEP`], to share.
