@@ -247,9 +247,7 @@ impl Future for Sleep {
                     // this waker, whose poll reads the flag) and waking this waker
                     // already, and change nothing. `time/loom_models.rs` races this poll
                     // against the firing and against the shutdown.
-                    let deadline = *this.deadline;
-                    record_timer(cx, || deadline.map(|d| (d, Instant::now())));
-                    return Poll::Pending;
+                    return still_waiting(cx, *this.deadline);
                 }
                 // Forgotten first: `rewake` may replace the entry's waker, then panic in
                 // the old one's drop.
@@ -258,9 +256,7 @@ impl Future for Sleep {
                 match unsafe { runtime.shared.timers().rewake(entry, cx.waker()) } {
                     Rewake::Waiting => {
                         *this.woken = waker;
-                        let deadline = *this.deadline;
-                        record_timer(cx, || deadline.map(|d| (d, Instant::now())));
-                        return Poll::Pending;
+                        return still_waiting(cx, *this.deadline);
                     }
                     Rewake::Fired => true,
                     Rewake::Unlinked => false,
@@ -325,6 +321,13 @@ impl Future for Sleep {
             }
         }
     }
+}
+
+/// `Pending`, for a sleep armed already (until `deadline`, if any): its wait recorded,
+/// the clock read only if the record is made.
+fn still_waiting(cx: &Context<'_>, deadline: Option<Instant>) -> Poll<()> {
+    record_timer(cx, || deadline.map(|d| (d, Instant::now())));
+    Poll::Pending
 }
 
 /// Records that the poller waits for a timer (for dumps and the console; never a
