@@ -51,7 +51,8 @@ pub(crate) const INJECTOR_BATCH: usize = 32;
 
 /// Rounds of stealing an idle worker tries before it parks (seed 002's table: below
 /// [`TIGHT_SPIN_ROUNDS`] it spins on the CPU, then yields its thread to the OS between
-/// rounds, and parks at this count).
+/// rounds, and parks at this count). While sockets are registered, a round that finds no
+/// work at all past the spins parks at once (`runtime/worker.rs`).
 pub(crate) const SEARCH_ROUNDS: u32 = 16;
 
 /// Search rounds separated by a CPU spin hint rather than an OS yield (seed 002).

@@ -39,6 +39,9 @@ pub(crate) struct Driver {
     registry: Registrar,
     /// Wakes the holder out of its poll.
     waker: Waker,
+    /// How many times `waker` has been woken (the tests count them).
+    #[cfg(test)]
+    wakes: Arc<std::sync::atomic::AtomicUsize>,
     sources: Mutex<Sources>,
     /// How many sources are registered: changed under `sources`' lock, read without it
     /// by busy workers deciding whether a look at the driver can find anything.
@@ -88,7 +91,13 @@ impl Sources {
 }
 
 /// Wakes the driver's holder out of its poll.
-struct WakeDriver(Wakeup);
+struct WakeDriver {
+    wakeup: Wakeup,
+    /// The driver's count of wakes, for the tests (std's atomic: a tally loom need not
+    /// model).
+    #[cfg(test)]
+    wakes: Arc<std::sync::atomic::AtomicUsize>,
+}
 
 impl Wake for WakeDriver {
     fn wake(self: Arc<Self>) {
@@ -96,8 +105,12 @@ impl Wake for WakeDriver {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        // Relaxed: a tally, which orders nothing.
+        #[cfg(test)]
+        self.wakes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // A failed write to the eventfd means it is full: the holder will wake anyway.
-        let _ = self.0.wake();
+        let _ = self.wakeup.wake();
     }
 }
 
@@ -110,7 +123,13 @@ pub(crate) struct Registered {
 impl Driver {
     pub(crate) fn new() -> io::Result<Driver> {
         let (selector, registry, wakeup) = Selector::new(DRIVER_EVENTS, WAKE_TOKEN)?;
-        let waker = Waker::from(Arc::new(WakeDriver(wakeup)));
+        #[cfg(test)]
+        let wakes = Arc::default();
+        let waker = Waker::from(Arc::new(WakeDriver {
+            wakeup,
+            #[cfg(test)]
+            wakes: Arc::clone(&wakes),
+        }));
         Ok(Driver {
             inner: UnsafeCell::new(Inner {
                 selector,
@@ -120,6 +139,8 @@ impl Driver {
             held: AtomicBool::new(false),
             registry,
             waker,
+            #[cfg(test)]
+            wakes,
             sources: Mutex::new(Sources::default()),
             live: AtomicUsize::new(0),
             shut_down: AtomicBool::new(false),
@@ -152,6 +173,13 @@ impl Driver {
     /// A waker that brings the holder out of its poll.
     pub(crate) fn waker(&self) -> &Waker {
         &self.waker
+    }
+
+    /// How many times [`waker`](Self::waker) has been woken so far.
+    #[cfg(test)]
+    pub(crate) fn waker_wakes(&self) -> usize {
+        // Relaxed: as where it is counted.
+        self.wakes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Registers `source`, edge-triggered, for reading and writing.

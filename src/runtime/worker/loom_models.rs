@@ -47,18 +47,10 @@ impl Future for Once {
     }
 }
 
-/// Runs everything this worker can find through `next_task`: its slot, its queue and
-/// the injector, then puts its resting process to sleep, as the worker loop does when it
-/// finds nothing, and looks again. Bounded: it stops as soon as it finds nothing.
+/// [`Local::run_at_hand`], under the name the models use: bounded, it stops as soon as
+/// the worker finds nothing at hand.
 pub(crate) fn drain(local: &Local) {
-    loop {
-        while let Some(entry) = local.next_task() {
-            local.run_task(entry);
-        }
-        if !local.put_resting_to_sleep() {
-            return;
-        }
-    }
+    local.run_at_hand();
 }
 
 /// Spawns `n` processes of `Once` from outside the pool (into the injector): their poll

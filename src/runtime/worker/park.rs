@@ -10,7 +10,12 @@
 //!   (the poll's timeout). Sockets' wakers run on this worker meanwhile: a process they
 //!   wake goes to this worker's own queue, and the worker comes out of the poll to run it
 //!   ([`Sleep::woke_self`]) instead of waking another worker to steal it; a batch of more
-//!   than one tells one sleeping sibling, which may take some once the steal grace ends;
+//!   than one tells one sleeping sibling, which may take some once the steal grace ends.
+//!   That word goes out once the worker's own listener is gone: sent while it was still
+//!   registered, it reached that listener (registered first) and woke the poll the worker
+//!   had just left, one write to the driver's waker for nothing, and no sibling. Like any
+//!   worker that wakes, it then searches, and the word it passes on when it finds its
+//!   work wakes a sleeping sibling, which takes the driver over;
 //! - a busy worker polls the driver without blocking every [`DRIVER_POLL_PERIOD`]
 //!   (checking the clock every [`DRIVER_POLL_INTERVAL`] rounds), unless a parked worker
 //!   holds it, so sockets are served while every worker is busy. No thread of the
@@ -108,6 +113,9 @@ where
     }
 }
 
+#[cfg(all(test, not(loom), feature = "io", unix))]
+mod tests;
+
 #[cfg(feature = "io")]
 mod driven {
     use std::cell::Cell;
@@ -117,7 +125,6 @@ mod driven {
 
     use super::*;
     use crate::runtime::Shared;
-    use crate::runtime::driver::Driver;
     use crate::tuning::{DRIVER_POLL_INTERVAL, DRIVER_POLL_PERIOD};
 
     /// Runs `local`'s loop until shutdown, sleeping in the I/O driver to park when it can
@@ -129,7 +136,7 @@ mod driven {
                 Step::Ran => {
                     // No driver, or no source registered with it: a look would find
                     // nothing, and the clock need not be read (`DRIVER_POLL_INTERVAL`).
-                    if !local.shared().io().is_some_and(Driver::has_sources) {
+                    if !local.serves_sockets() {
                         continue;
                     }
                     let now = Instant::now();
@@ -149,18 +156,29 @@ mod driven {
     /// process onto this worker, unless the last look finds work: in the driver if no
     /// other worker holds it and this one is not the watcher (module docs).
     pub(crate) fn park(local: &Local) {
-        local.shared().idle().begin_park();
-        listener!(local.shared().idle().event() => listener);
-        if let Some(park) = local.prepare_park() {
+        let (park, several) = {
+            local.shared().idle().begin_park();
+            listener!(local.shared().idle().event() => listener);
+            let Some(park) = local.prepare_park() else {
+                return;
+            };
             let deadline = local.deadline(park);
-            if park.is_watch() {
+            let several = if park.is_watch() {
                 // Off the driver (module docs).
                 wait_on_listener(listener, deadline);
+                false
             } else {
-                local.sleep.wait(local.shared(), listener, deadline);
-            }
-            local.finish_park(park);
+                local.sleep.wait(local.shared(), listener, deadline)
+            };
+            (park, several)
+        };
+        // Once this worker's listener is gone (module docs).
+        if several {
+            // More than this worker runs at once: a sibling may help once the steal
+            // grace has passed.
+            local.shared().idle().notify_fresh();
         }
+        local.finish_park(park);
     }
 
     /// A busy worker's look at the driver: what is ready now, unless a parked worker
@@ -190,8 +208,15 @@ mod driven {
 
         /// Sleeps until `listener` is notified, `deadline` passes, or an event the
         /// driver reports wakes a process onto this worker: in the driver's poll if no
-        /// other worker holds it, else on the listener.
-        pub(crate) fn wait<L>(&self, shared: &Shared, mut listener: L, deadline: Option<Instant>)
+        /// other worker holds it, else on the listener. True if the events woke more
+        /// than one process onto this worker, which a sibling should hear of once
+        /// `listener` is gone (`park`).
+        pub(crate) fn wait<L>(
+            &self,
+            shared: &Shared,
+            mut listener: L,
+            deadline: Option<Instant>,
+        ) -> bool
         where
             L: Listener<()> + Future<Output = ()> + Unpin,
         {
@@ -199,12 +224,13 @@ mod driven {
                 .io()
                 .and_then(|driver| Some((driver, driver.try_hold()?)))
             else {
-                return wait_on_listener(listener, deadline);
+                wait_on_listener(listener, deadline);
+                return false;
             };
             // A notification now wakes the driver's poll.
             let mut cx = Context::from_waker(driver.waker());
             if Pin::new(&mut listener).poll(&mut cx).is_ready() {
-                return;
+                return false;
             }
             let _awake = Awake(self);
             self.asleep.set(true);
@@ -244,11 +270,7 @@ mod driven {
             if failed {
                 wait_on_listener(listener, deadline);
             }
-            if self.woken.get() > 1 {
-                // More than this worker runs at once: a sibling may help once the steal
-                // grace has passed.
-                shared.idle().notify_fresh();
-            }
+            self.woken.get() > 1
         }
 
         /// Called when a process of this worker's runtime was put on its queue from its

@@ -251,3 +251,47 @@ fn what_a_future_dropped_between_polls_wakes_is_queued_before_the_next_poll() {
     rig.run_next();
     assert!(rig.local.next_task().is_none());
 }
+
+/// How many looks (`steal` calls, one random victim each) a search that finds nothing
+/// makes before it gives up.
+#[cfg(feature = "io")]
+fn looks_before_giving_up(local: &Local) -> u32 {
+    let before = local.rng.get();
+    assert!(local.search().is_none(), "no work anywhere");
+    let after = local.rng.get();
+    local.rng.set(before);
+    let mut looks = 0;
+    while local.rng.get() != after {
+        local.next_random();
+        looks += 1;
+        assert!(
+            looks <= crate::tuning::SEARCH_ROUNDS,
+            "more looks than rounds"
+        );
+    }
+    looks
+}
+
+#[cfg(feature = "io")]
+#[test]
+fn a_search_that_finds_nothing_parks_after_its_spins_once_a_socket_is_registered() {
+    use crate::tuning::{SEARCH_ROUNDS, TIGHT_SPIN_ROUNDS};
+
+    let (shared, mut queues) = Shared::new(2, "search".to_owned(), None, Default::default());
+    let local = Local::new(shared.clone(), 0, queues.remove(0));
+    // SAFETY: `local` outlives the guard, on this thread.
+    let guard = unsafe { context::WorkerGuard::new(&local) };
+    // Channel work shows up in queues: the searcher spins, then yields, all its rounds.
+    assert_eq!(looks_before_giving_up(&local), SEARCH_ROUNDS);
+    // A server's shows up in the driver, where a parked worker waits for it.
+    let mut listener = mio::net::TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let registration = crate::runtime::driver::Registration::new(&mut listener).unwrap();
+    assert_eq!(looks_before_giving_up(&local), TIGHT_SPIN_ROUNDS);
+    registration.deregister(&mut listener);
+    assert_eq!(
+        looks_before_giving_up(&local),
+        SEARCH_ROUNDS,
+        "none registered now"
+    );
+    drop(guard);
+}
