@@ -18,8 +18,8 @@
 //!    periodic injector check, so timers fire while every worker is busy);
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
 //!    spinning a few rounds, then yielding its thread, before it parks (with a socket
-//!    registered, a searcher that finds no work anywhere parks after the spins, below). A queue that
-//!    filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its
+//!    registered, a searcher that finds no work anywhere parks after the spins, below).
+//!    A queue that filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its
 //!    owner (`queue_age.rs`). The parking worker that sees the wheel's earliest
 //!    deadline parks with a timeout to it. With the `io` feature, a parked worker
 //!    sleeps inside the I/O reactor and drives it (`worker/park.rs`): a socket's waker
@@ -44,11 +44,14 @@
 //! registered, parks after its tight spins instead of yielding: in a server the next work
 //! comes through the I/O driver, and a worker parked in the driver wakes for an event at
 //! once, where one yielding does not look at it. With one worker pinned to a core and
-//! wrk on the other, `http_hello` made 1.16 `sched_yield` calls a request before this
-//! (a worker that ran out of work yielded 12 times, then parked), and none after; its CPU
-//! a request at 50 connections went from 1.04 of tokio's to 1.00 (medians of 5
-//! alternated runs). Without sockets the search is as seed 002 has it: channel work
-//! appears in queues, not in the driver.
+//! wrk on the other, `http_hello` made 1.16 `sched_yield` calls a request before this (a
+//! worker that ran out of work looked 16 times, yielding after each look from the 4th
+//! on, then parked), and none after. Its CPU a request at 50 connections measured 6.01
+//! µs against 6.24 (tokio 5.99; medians of 5 alternated runs, whose ranges overlap), so
+//! the gain is the calls, not a figure beyond the noise. Without sockets the search is as
+//! DESIGN.md has it: channel work appears in queues, not in the driver. The trade: a
+//! runtime with a socket registered that mostly passes messages parks its searchers
+//! sooner, and its busy workers wake them more often (no benchmark here mixes the two).
 //!
 //! A process whose poll returns `Pending` rests in the worker's *resting slot*, still
 //! `Running`, its transition to `Sleeping` put off (`task::Resting`): woken by the next

@@ -25,7 +25,7 @@ use super::sleep::{Sleep, sleep};
 use crate::loom::sync::Mutex;
 use crate::runtime::process_loom_models::Counters;
 use crate::runtime::worker::Local;
-use crate::runtime::worker::loom_models::{drain, retire_worker};
+use crate::runtime::worker::loom_models::retire_worker;
 use crate::runtime::{Handle, Shared, context};
 
 /// The sleep's length: it never comes by the clock while a model runs, however slowly
@@ -144,7 +144,7 @@ fn polled_again_racing(racer: Racer) {
         let (sleeper, counters) = Sleeper::new(shared_sleep(), true);
         let join = Shared::spawn(&shared, sleeper, Location::caller());
         // The first poll: the sleep arms, under the wheel's lock.
-        drain(&local);
+        local.run_at_hand();
         assert_eq!(counters.polls(), 1, "the sleep is waiting");
 
         let racing = {
@@ -161,9 +161,9 @@ fn polled_again_racing(racer: Racer) {
         };
         // The second poll, with the first one's waker.
         first_waker(&counters).wake();
-        drain(&local);
+        local.run_at_hand();
         racing.join().unwrap();
-        drain(&local);
+        local.run_at_hand();
         retire_worker(&local, guard);
 
         assert_ended(&counters);
@@ -211,7 +211,7 @@ fn loom_sleep_of_another_runtime_polled_again_racing_its_shutdown() {
         {
             // SAFETY: `local` outlives the guard, on this thread.
             let _guard = unsafe { context::WorkerGuard::new(&local) };
-            drain(&local);
+            local.run_at_hand();
         }
         let process_waker = first_waker(&counters);
         {
@@ -234,12 +234,12 @@ fn loom_sleep_of_another_runtime_polled_again_racing_its_shutdown() {
         // SAFETY: `local` outlives the guard, on this thread.
         let guard = unsafe { context::WorkerGuard::new(&local) };
         process_waker.wake();
-        drain(&local);
+        local.run_at_hand();
         racing.join().unwrap();
-        drain(&local);
+        local.run_at_hand();
         // The sleep's deadline, in the wheel it is armed in now.
         let _ = poller.timers().fire_all(PAST_THE_DEADLINE);
-        drain(&local);
+        local.run_at_hand();
         retire_worker(&local, guard);
 
         assert_ended(&counters);

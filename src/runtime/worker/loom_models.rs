@@ -47,12 +47,6 @@ impl Future for Once {
     }
 }
 
-/// [`Local::run_at_hand`], under the name the models use: bounded, it stops as soon as
-/// the worker finds nothing at hand.
-pub(crate) fn drain(local: &Local) {
-    local.run_at_hand();
-}
-
 /// Spawns `n` processes of `Once` from outside the pool (into the injector): their poll
 /// counts, and their handles.
 fn spawn_from_outside(
@@ -85,15 +79,15 @@ fn loom_run_queue_conservation() {
                 if let Found::Process(entry) = local.steal() {
                     local.run_task(entry);
                 }
-                drain(&local);
+                local.run_at_hand();
                 local
             })
         };
         let owner = Local::new(shared.clone(), 0, queues.pop().unwrap());
-        drain(&owner);
+        owner.run_at_hand();
         let thief = thief.join().unwrap();
-        drain(&owner);
-        drain(&thief);
+        owner.run_at_hand();
+        thief.run_at_hand();
 
         for p in polls.iter() {
             assert_eq!(
@@ -124,7 +118,7 @@ fn loom_park_racing_remote_spawn() {
             let local = Local::new(shared.clone(), 0, queues.pop().unwrap());
             thread::spawn(move || {
                 local.park();
-                drain(&local);
+                local.run_at_hand();
                 local
             })
         };
@@ -137,7 +131,7 @@ fn loom_park_racing_remote_spawn() {
             Location::caller(),
         );
         let worker = worker.join().unwrap();
-        drain(&worker);
+        worker.run_at_hand();
         assert_eq!(polls[0].load(Ordering::SeqCst), 1);
         assert!(join.is_finished());
         assert!(shared.begin_shutdown());
@@ -170,7 +164,7 @@ fn loom_sleeper_never_misses_a_busy_workers_work() {
                     while let Found::Process(entry) = local.steal() {
                         local.run_task(entry);
                     }
-                    drain(&local);
+                    local.run_at_hand();
                 }
                 local
             })
@@ -273,9 +267,9 @@ fn run_race(
     racing: thread::JoinHandle<()>,
     owner: &Mutex<Option<Owner>>,
 ) -> u64 {
-    drain(local);
+    local.run_at_hand();
     racing.join().unwrap();
-    drain(local);
+    local.run_at_hand();
     let handoffs = local.counters().handoffs.load(Ordering::Relaxed);
     retire(local, guard, owner);
     handoffs
@@ -320,7 +314,7 @@ fn hand_off_racing(racer: Racer) {
                 (counters, owner, join)
             })
             .collect();
-        drain(&local);
+        local.run_at_hand();
         let owners = sleepers.iter().map(|s| s.1.clone()).collect();
         drop(Shared::spawn(
             &shared,
@@ -407,7 +401,7 @@ fn resting_racing(racer: Racer) {
 
         let racing = race(racer, &shared, &sleeper, &owner);
         // The sleeper's first poll (it rests), then the waking process's poll, then
-        // whatever that left in the slot, with no look elsewhere in between: `drain`
+        // whatever that left in the slot, with no look elsewhere in between: `run_at_hand`
         // puts a resting process to sleep only once the worker finds nothing. The slot
         // is reached only through the resting sleeper's wake by the waking poll: the
         // racer's wake, or a cancellation before the first poll, leaves the waking
@@ -554,7 +548,7 @@ fn handed_completion_racing_walker(joined: bool) -> bool {
     let finisher = finisher(&counters, &owner, &race, 2, false);
     let join = Shared::spawn(&shared, finisher, Location::caller());
     // Its first poll leaves its reference in `owner`; it goes to sleep.
-    drain(&local);
+    local.run_at_hand();
     let watch = JoinWatch::new();
     let join = watch.keep_join(joined, join);
     drop(Shared::spawn(
@@ -567,7 +561,7 @@ fn handed_completion_racing_walker(joined: bool) -> bool {
     let walker = walker(&shared, &race, join);
     // `Waking`'s poll hands the sleeper to the slot, and its second poll lends the
     // slot's reference and completes.
-    drain(&local);
+    local.run_at_hand();
     let result: Option<Result<Output, JoinError>> = walker.join().unwrap();
     retire(&local, guard, &owner);
 
@@ -642,9 +636,9 @@ fn loom_long_poll_takeover() {
         };
         // The sleeper's first poll (it rests, or sleeps), the waking poll, and whatever
         // is left in the slots, the queue and the injector.
-        drain(&local);
+        local.run_at_hand();
         watchdog.join().unwrap();
-        drain(&local);
+        local.run_at_hand();
 
         assert_eq!(counters.polls(), 2, "polled exactly twice");
         assert_eq!(counters.drops(), 1, "dropped exactly once");
@@ -717,7 +711,7 @@ fn loom_driver_handed_between_parking_workers() {
         // SAFETY: `this` outlives the guard, on this thread.
         let guard = unsafe { context::WorkerGuard::new(&this) };
         // The reader's first poll: it waits for the socket.
-        drain(&this);
+        this.run_at_hand();
         assert_eq!(done.load(Ordering::SeqCst), 0, "not readable yet");
         // Until both processes have run: park, then run what the park brought (no search:
         // the driver wakes the reader onto its holder's own queue, and the holder runs
@@ -726,7 +720,7 @@ fn loom_driver_handed_between_parking_workers() {
         let work = |local: &Local, done: &AtomicUsize| {
             while done.load(Ordering::SeqCst) < 2 && !local.shared.is_shutdown() {
                 local.park();
-                drain(local);
+                local.run_at_hand();
             }
             let _ = local.shared.begin_shutdown();
         };

@@ -12,10 +12,12 @@
 //!   ([`Sleep::woke_self`]) instead of waking another worker to steal it; a batch of more
 //!   than one tells one sleeping sibling, which may take some once the steal grace ends.
 //!   That word goes out once the worker's own listener is gone: sent while it was still
-//!   registered, it reached that listener (registered first) and woke the poll the worker
-//!   had just left, one write to the driver's waker for nothing, and no sibling. Like any
-//!   worker that wakes, it then searches, and the word it passes on when it finds its
-//!   work wakes a sleeping sibling, which takes the driver over;
+//!   registered, it could reach that listener (always, with no sibling asleep) and woke
+//!   the poll the worker had just left, one write to the driver's waker for nothing; a
+//!   sibling heard of it only when the listener was dropped, which passes on a
+//!   notification nobody took. Like any worker that wakes, it then searches, and the word
+//!   it passes on when it finds its work wakes a sleeping sibling, which takes the driver
+//!   over;
 //! - a busy worker polls the driver without blocking every [`DRIVER_POLL_PERIOD`]
 //!   (checking the clock every [`DRIVER_POLL_INTERVAL`] rounds), unless a parked worker
 //!   holds it, so sockets are served while every worker is busy. No thread of the
@@ -172,7 +174,10 @@ mod driven {
             };
             (park, several)
         };
-        // Once this worker's listener is gone (module docs).
+        // Once this worker's listener is gone (module docs), and before `finish_park`
+        // makes it a searcher, whose count would hold the word back. `found_work` passes
+        // one on as well when this worker, the last searcher, finds its work: a sibling
+        // is told at once here, and the second word mostly finds it told or searching.
         if several {
             // More than this worker runs at once: a sibling may help once the steal
             // grace has passed.

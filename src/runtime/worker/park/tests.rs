@@ -1,6 +1,6 @@
 //! How a worker that the driver's events woke comes out of its park, driven by hand on
-//! the test's thread with real sockets: the word it sends a sibling about a batch does
-//! not wake the poll it has just left.
+//! the test's thread with real sockets: the word it sends about a batch reaches a
+//! sleeping sibling, and never the poll it has just left.
 
 use std::future::poll_fn;
 use std::io::{Read, Write};
@@ -8,6 +8,9 @@ use std::os::unix::net::UnixStream as StdUnixStream;
 use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use event_listener::Listener;
 
 use crate::runtime::driver::Registration;
 use crate::runtime::driver::readiness::Direction;
@@ -26,8 +29,13 @@ async fn read_one(socket: StdUnixStream) {
     registration.deregister(&mut socket);
 }
 
-#[test]
-fn a_worker_woken_by_two_reads_tells_a_sibling_without_waking_its_own_poll() {
+/// A two-worker runtime whose first worker is driven on this thread, with two
+/// processes waiting to read from sockets whose peers have each just written a byte:
+/// the worker's next park takes both events in one poll, with the second worker asleep
+/// on the idle event if `sibling_asleep`. Returns the writes to the driver's waker
+/// during that park, the readers that ran once the worker ran what it woke, and whether
+/// the sibling was told.
+fn park_woken_by_two_reads(sibling_asleep: bool) -> (usize, usize, bool) {
     let (shared, mut queues) = Shared::new(2, "park".to_owned(), None, Default::default());
     let local = Local::new(shared.clone(), 0, queues.remove(0));
     // SAFETY: `local` outlives the guard, on this thread.
@@ -52,19 +60,46 @@ fn a_worker_woken_by_two_reads_tells_a_sibling_without_waking_its_own_poll() {
     let driver = shared.io().expect("the readers registered");
     let wakes = driver.waker_wakes();
 
+    // The second worker, asleep on the idle event as a parked worker is (it would hold
+    // the driver if it had parked first).
+    let idle = shared.idle();
+    let sibling = sibling_asleep.then(|| {
+        idle.begin_park();
+        idle.event().listen()
+    });
     // Both bytes are there before the poll: one batch of two events wakes both readers
     // onto this worker, and its park ends.
     super::driven::park(&local);
-    assert_eq!(
-        driver.waker_wakes(),
-        wakes,
-        "telling a sibling of the batch wrote nothing to the driver's waker"
-    );
+    let wakes = driver.waker_wakes() - wakes;
+    let sibling_told = sibling.is_some_and(|sibling| {
+        let told = sibling.wait_timeout(Duration::ZERO).is_some();
+        idle.finish_park();
+        told
+    });
     local.run_at_hand();
-    assert_eq!(read.load(Ordering::SeqCst), 2, "both readers ran");
+    let read = read.load(Ordering::SeqCst);
 
     drop(guard);
     assert!(shared.begin_shutdown());
     local.drain();
     shared.drain_injector();
+    (wakes, read, sibling_told)
+}
+
+#[test]
+fn a_worker_woken_by_two_reads_does_not_wake_the_poll_it_left() {
+    let (wakes, read, _) = park_woken_by_two_reads(false);
+    assert_eq!(wakes, 0, "nothing was written to the driver's waker");
+    assert_eq!(read, 2, "both readers ran");
+}
+
+#[test]
+fn a_worker_woken_by_two_reads_tells_a_sleeping_sibling() {
+    let (wakes, read, sibling_told) = park_woken_by_two_reads(true);
+    assert!(
+        sibling_told,
+        "the sibling asleep on the idle event was told of the batch"
+    );
+    assert_eq!(wakes, 0, "nothing was written to the driver's waker");
+    assert_eq!(read, 2, "both readers ran");
 }
