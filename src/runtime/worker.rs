@@ -19,9 +19,9 @@
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
 //!    spinning a few rounds, then yielding its thread, before it parks (with a socket
 //!    registered, a searcher that finds no work anywhere parks after the spins, below).
-//!    A queue that filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its
-//!    owner (`queue_age.rs`). The parking worker that sees the wheel's earliest
-//!    deadline parks with a timeout to it. With the `io` feature, a parked worker
+//!    A queue that filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is
+//!    left to its owner (`queue_age.rs`). The parking worker that sees the wheel's
+//!    earliest deadline parks with a timeout to it. With the `io` feature, a parked worker
 //!    sleeps inside the I/O reactor and drives it (`worker/park.rs`): a socket's waker
 //!    puts its process on that worker's queue.
 //!

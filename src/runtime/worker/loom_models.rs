@@ -401,11 +401,11 @@ fn resting_racing(racer: Racer) {
 
         let racing = race(racer, &shared, &sleeper, &owner);
         // The sleeper's first poll (it rests), then the waking process's poll, then
-        // whatever that left in the slot, with no look elsewhere in between: `run_at_hand`
-        // puts a resting process to sleep only once the worker finds nothing. The slot
-        // is reached only through the resting sleeper's wake by the waking poll: the
-        // racer's wake, or a cancellation before the first poll, leaves the waking
-        // process nothing to wake.
+        // whatever that left in the slot, with no look elsewhere in between:
+        // `run_at_hand` puts a resting process to sleep only once the worker finds
+        // nothing. The slot is reached only through the resting sleeper's wake by the
+        // waking poll: the racer's wake, or a cancellation before the first poll,
+        // leaves the waking process nothing to wake.
         if run_race(&local, guard, racing, &owner) > 0 {
             WOKEN_RESTING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }

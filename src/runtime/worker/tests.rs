@@ -294,4 +294,7 @@ fn a_search_that_finds_nothing_parks_after_its_spins_once_a_socket_is_registered
         "none registered now"
     );
     drop(guard);
+    assert!(shared.begin_shutdown());
+    local.drain();
+    shared.drain_injector();
 }
