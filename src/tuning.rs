@@ -149,10 +149,21 @@ pub(crate) const READ_AHEAD_HIT: u8 = 8;
 pub(crate) const READ_AHEAD_THRESHOLD: u8 = 8;
 
 /// With the `io` feature: a source that does not read ahead still does, to see whether
-/// it pays again, once in this many short reads: at most 1/8 of a `WouldBlock` call a
-/// request where it does not (at 500 connections that is 0.12 of the 0.96 calls it saves).
+/// it pays again (a *probe*), first after this many short reads, then after twice as
+/// many each time a probe finds nothing, up to [`READ_AHEAD_PROBE_MAX`]. 8, kept from
+/// when it was the only interval: a peer whose pace changes is noticed within 8 short
+/// reads of its last hit.
 #[cfg(feature = "io")]
 pub(crate) const READ_AHEAD_PROBE: u8 = 8;
+
+/// With the `io` feature: the longest interval, in short reads, between two probes of a
+/// source that does not read ahead. With every interval 8, the probes cost 0.125 of a
+/// `WouldBlock` call a request under `scripts/load` at 50 and 500 connections, where
+/// they found bytes nearly never (1.125 `recvfrom` a request against tokio's 1.000;
+/// docs/performance.md, 2026-11-27); at 128 they cost 1/128. A power of two times
+/// [`READ_AHEAD_PROBE`], at most 128 (the bits the count has in the source's word).
+#[cfg(feature = "io")]
+pub(crate) const READ_AHEAD_PROBE_MAX: u8 = 128;
 
 /// Events the I/O driver takes from one `epoll_wait`, its buffer allocated once. More
 /// wait for the next poll, which comes at once (the holder runs what the first batch

@@ -20,8 +20,10 @@
 //! same). One that finds bytes (or the end of the stream: it returned at once) raises
 //! the score by [`READ_AHEAD_HIT`]; one that gets `WouldBlock` lowers it by 1. A short
 //! read leaves the readiness standing while the score is at least
-//! [`READ_AHEAD_THRESHOLD`], and otherwise once every [`READ_AHEAD_PROBE`] short reads,
-//! so a peer whose pace changes is noticed.
+//! [`READ_AHEAD_THRESHOLD`], and otherwise, as a *probe*, so that a peer whose pace
+//! changes is noticed: first after [`READ_AHEAD_PROBE`] short reads, then after twice as
+//! many each time a probe finds nothing, up to [`READ_AHEAD_PROBE_MAX`]. A read ahead
+//! that finds bytes starts the count at [`READ_AHEAD_PROBE`] again.
 //!
 //! The state is one word, read and written with `Relaxed` loads and stores: it is a
 //! hint, ordered with nothing. Two processes reading one source at once (through
@@ -30,13 +32,14 @@
 //! | bits  | what                                                           |
 //! |-------|----------------------------------------------------------------|
 //! | 0..4  | the score, 0 to [`MAX_SCORE`]                                  |
-//! | 4..7  | short reads since the last probe                               |
-//! | 7     | [`AHEAD`]: the last read was short and left the readiness up   |
+//! | 4..11 | short reads since the last probe                               |
+//! | 11    | [`AHEAD`]: the last read was short and left the readiness up   |
+//! | 12..15| the probes' back-off: they come every `READ_AHEAD_PROBE << it` |
 //! | 16..  | the readiness tick that read acted on (with [`AHEAD`] set)     |
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::runtime::driver::readiness::Seen;
-use crate::tuning::{READ_AHEAD_HIT, READ_AHEAD_PROBE, READ_AHEAD_THRESHOLD};
+use crate::tuning::{READ_AHEAD_HIT, READ_AHEAD_PROBE, READ_AHEAD_PROBE_MAX, READ_AHEAD_THRESHOLD};
 
 /// The score's bits.
 const SCORE_MASK: usize = 0xf;
@@ -46,9 +49,15 @@ const MAX_SCORE: usize = SCORE_MASK;
 /// Shift of the count of short reads since the last probe.
 const PROBES_SHIFT: usize = 4;
 /// The count's bits, below the shift.
-const PROBES_MASK: usize = 0x7;
+const PROBES_MASK: usize = 0x7f;
 /// The last read was short and left the readiness standing, at the tick above.
-const AHEAD: usize = 1 << 7;
+const AHEAD: usize = 1 << 11;
+/// Shift of the probes' back-off.
+const BACKOFF_SHIFT: usize = 12;
+/// The back-off's bits, below the shift.
+const BACKOFF_MASK: usize = 0x7;
+/// The longest back-off: probes every [`READ_AHEAD_PROBE_MAX`] short reads.
+const MAX_BACKOFF: usize = (READ_AHEAD_PROBE_MAX / READ_AHEAD_PROBE).trailing_zeros() as usize;
 /// Shift of the tick: the readiness word's tick, which fits (`readiness.rs` shifts
 /// it by as much).
 const TICK_SHIFT: usize = 16;
@@ -56,7 +65,13 @@ const TICK_SHIFT: usize = 16;
 const _: () = {
     assert!(READ_AHEAD_THRESHOLD as usize <= MAX_SCORE);
     assert!(READ_AHEAD_HIT as usize <= MAX_SCORE);
-    assert!(READ_AHEAD_PROBE as usize >= 1 && READ_AHEAD_PROBE as usize <= PROBES_MASK + 1);
+    assert!(READ_AHEAD_PROBE >= 1);
+    // The longest interval is the first doubled a whole number of times, and the count,
+    // which stays below it, fits its bits.
+    assert!(READ_AHEAD_PROBE_MAX == READ_AHEAD_PROBE << MAX_BACKOFF);
+    assert!(MAX_BACKOFF <= BACKOFF_MASK);
+    assert!(READ_AHEAD_PROBE_MAX as usize <= PROBES_MASK + 1);
+    assert!(AHEAD < 1 << BACKOFF_SHIFT && BACKOFF_MASK << BACKOFF_SHIFT < 1 << TICK_SHIFT);
 };
 
 /// What a stream's read found.
@@ -92,22 +107,37 @@ impl ReadAhead {
         let word = self.word.load(Ordering::Relaxed);
         let mut score = word & SCORE_MASK;
         let mut probes = (word >> PROBES_SHIFT) & PROBES_MASK;
+        let mut backoff = (word >> BACKOFF_SHIFT) & BACKOFF_MASK;
         if word & AHEAD != 0 && word >> TICK_SHIFT == seen.tick() {
-            score = match found {
-                Found::Nothing => score.saturating_sub(1),
-                Found::Bytes { .. } => (score + READ_AHEAD_HIT as usize).min(MAX_SCORE),
-            };
+            // A read ahead on a score below the threshold was a probe.
+            let probe = score < READ_AHEAD_THRESHOLD as usize;
+            match found {
+                Found::Nothing => {
+                    score = score.saturating_sub(1);
+                    if probe {
+                        backoff = (backoff + 1).min(MAX_BACKOFF);
+                    }
+                }
+                Found::Bytes { .. } => {
+                    score = (score + READ_AHEAD_HIT as usize).min(MAX_SCORE);
+                    backoff = 0;
+                }
+            }
         }
+        let interval = (READ_AHEAD_PROBE as usize) << backoff;
         let ahead = found == Found::Bytes { short: true }
             && (score >= READ_AHEAD_THRESHOLD as usize || {
                 probes += 1;
-                probes == READ_AHEAD_PROBE as usize
+                probes >= interval
             });
-        if probes == READ_AHEAD_PROBE as usize {
+        // `>=` where `==` would do (the count restarts at each probe, and stands still
+        // while the score is high): a count can then never run into the bits above it.
+        if probes >= interval {
             probes = 0;
         }
         let next = score
             | probes << PROBES_SHIFT
+            | backoff << BACKOFF_SHIFT
             | if ahead {
                 AHEAD | seen.tick() << TICK_SHIFT
             } else {
@@ -150,21 +180,62 @@ mod tests {
         }
     }
 
+    /// Runs `reads` short reads, each followed by a read that finds nothing, from tick
+    /// `*tick` on; returns the reads (counted from 1) that read ahead.
+    fn probes_among(ahead: &ReadAhead, tick: &mut usize, reads: usize) -> Vec<usize> {
+        (1..=reads)
+            .filter(|_| {
+                *tick += 1;
+                !short_then(ahead, *tick, Found::Nothing)
+            })
+            .collect()
+    }
+
+    /// Where the probes fall among `reads` short reads that all find nothing after, from
+    /// an interval of `interval` on.
+    fn backed_off(mut interval: usize, reads: usize) -> Vec<usize> {
+        let mut at = Vec::new();
+        let mut read = interval;
+        while read <= reads {
+            at.push(read);
+            interval = (interval * 2).min(READ_AHEAD_PROBE_MAX as usize);
+            read += interval;
+        }
+        at
+    }
+
     #[test]
-    fn stops_once_reading_ahead_finds_nothing_and_probes() {
+    fn stops_once_reading_ahead_finds_nothing_and_probes_less_and_less_often() {
         let ahead = ReadAhead::new();
         assert!(
             !short_then(&ahead, 1, Found::Nothing),
             "reads ahead at first"
         );
-        let cleared: Vec<bool> = (2..2 + 3 * READ_AHEAD_PROBE as usize)
-            .map(|tick| short_then(&ahead, tick, Found::Nothing))
-            .collect();
-        let probes = cleared.iter().filter(|cleared| !**cleared).count();
-        assert_eq!(
-            probes, 3,
-            "one read ahead in {READ_AHEAD_PROBE}: {cleared:?}"
-        );
+        let probes = probes_among(&ahead, &mut 1, 1000);
+        let expected = backed_off(READ_AHEAD_PROBE as usize, 1000);
+        // 8, 24, 56, 120, 248, then every 128.
+        assert_eq!(expected[..6], [8, 24, 56, 120, 248, 376]);
+        assert_eq!(probes, expected);
+    }
+
+    #[test]
+    fn a_probe_that_finds_bytes_resets_the_back_off() {
+        let ahead = ReadAhead::new();
+        let mut tick = 1;
+        assert!(!short_then(&ahead, tick, Found::Nothing));
+        let _ = probes_among(&ahead, &mut tick, 1000);
+        // Backed off all the way: the next probe finds bytes.
+        loop {
+            tick += 1;
+            if !short_then(&ahead, tick, Found::Bytes { short: false }) {
+                break;
+            }
+        }
+        // Reads ahead again, finds nothing, and probes from the first interval on.
+        tick += 1;
+        assert!(!short_then(&ahead, tick, Found::Nothing), "reads ahead");
+        let probes = probes_among(&ahead, &mut tick, 200);
+        assert_eq!(probes, backed_off(READ_AHEAD_PROBE as usize, 200));
     }
 
     #[test]
