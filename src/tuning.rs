@@ -150,18 +150,22 @@ pub(crate) const READ_AHEAD_THRESHOLD: u8 = 8;
 
 /// With the `io` feature: a source that does not read ahead still does, to see whether
 /// it pays again (a *probe*), first after this many short reads, then after twice as
-/// many each time a probe finds nothing, up to [`READ_AHEAD_PROBE_MAX`]. 8, kept from
-/// when it was the only interval: a peer whose pace changes is noticed within 8 short
-/// reads of its last hit.
+/// many each time a probe finds nothing, up to [`READ_AHEAD_PROBE_MAX`]. 8, the one
+/// interval before the back-off (docs/performance.md, "Reading ahead, learned per
+/// socket"), chosen then as at most 1/8 of a `WouldBlock` call a request, against the
+/// 0.96 calls a request that not reading ahead saved at 500 connections; a source that
+/// stops paying probes for the first time within 8 short reads of stopping.
 #[cfg(feature = "io")]
 pub(crate) const READ_AHEAD_PROBE: u8 = 8;
 
 /// With the `io` feature: the longest interval, in short reads, between two probes of a
-/// source that does not read ahead. With every interval 8, the probes cost 0.125 of a
-/// `WouldBlock` call a request under `scripts/load` at 50 and 500 connections, where
-/// they found bytes nearly never (1.125 `recvfrom` a request against tokio's 1.000;
-/// docs/performance.md, 2026-11-27); at 128 they cost 1/128. A power of two times
-/// [`READ_AHEAD_PROBE`], at most 128 (the bits the count has in the source's word).
+/// source that does not read ahead. With every interval 8, under wrk at 50 and 500
+/// connections, where probes found bytes nearly never, csp made 1.126 and 1.127
+/// `recvfrom` a request against tokio's 1.000; with the back-off to 128, 1.011 and 1.012
+/// (docs/performance.md, "Probes that back off"). 128 is the most the count's bits in
+/// the source's word hold, not a measured optimum: the cost is that a peer whose pace
+/// changes is noticed only after up to 128 short reads. A power of two times
+/// [`READ_AHEAD_PROBE`].
 #[cfg(feature = "io")]
 pub(crate) const READ_AHEAD_PROBE_MAX: u8 = 128;
 

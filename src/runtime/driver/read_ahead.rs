@@ -23,11 +23,13 @@
 //! [`READ_AHEAD_THRESHOLD`], and otherwise, as a *probe*, so that a peer whose pace
 //! changes is noticed: first after [`READ_AHEAD_PROBE`] short reads, then after twice as
 //! many each time a probe finds nothing, up to [`READ_AHEAD_PROBE_MAX`]. A read ahead
-//! that finds bytes starts the count at [`READ_AHEAD_PROBE`] again.
+//! that finds bytes sets the interval back to [`READ_AHEAD_PROBE`].
 //!
 //! The state is one word, read and written with `Relaxed` loads and stores: it is a
 //! hint, ordered with nothing. Two processes reading one source at once (through
-//! `&TcpStream`) may lose each other's updates, which costs at most a call or a wait.
+//! `&TcpStream`) may lose each other's updates, which costs a call or a wait, or puts
+//! off noticing a peer's change of pace by up to [`READ_AHEAD_PROBE_MAX`] short reads
+//! (a lost reset of the interval).
 //!
 //! | bits  | what                                                           |
 //! |-------|----------------------------------------------------------------|
@@ -36,9 +38,12 @@
 //! | 11    | [`AHEAD`]: the last read was short and left the readiness up   |
 //! | 12..15| the probes' back-off: they come every `READ_AHEAD_PROBE << it` |
 //! | 16..  | the readiness tick that read acted on (with [`AHEAD`] set)     |
+//!
+//! The tick sits at the readiness word's own shift (`readiness.rs`), so every tick that
+//! word can carry fits here too.
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
-use crate::runtime::driver::readiness::Seen;
+use crate::runtime::driver::readiness::{Seen, TICK_SHIFT};
 use crate::tuning::{READ_AHEAD_HIT, READ_AHEAD_PROBE, READ_AHEAD_PROBE_MAX, READ_AHEAD_THRESHOLD};
 
 /// The score's bits.
@@ -58,20 +63,21 @@ const BACKOFF_SHIFT: usize = 12;
 const BACKOFF_MASK: usize = 0x7;
 /// The longest back-off: probes every [`READ_AHEAD_PROBE_MAX`] short reads.
 const MAX_BACKOFF: usize = (READ_AHEAD_PROBE_MAX / READ_AHEAD_PROBE).trailing_zeros() as usize;
-/// Shift of the tick: the readiness word's tick, which fits (`readiness.rs` shifts
-/// it by as much).
-const TICK_SHIFT: usize = 16;
 
 const _: () = {
+    // Checked first: `MAX_BACKOFF` below is meaningless otherwise.
+    assert!(READ_AHEAD_PROBE >= 1 && READ_AHEAD_PROBE_MAX >= READ_AHEAD_PROBE);
+    // The fields, in the table's order, overlap nowhere.
+    assert!(SCORE_MASK < 1 << PROBES_SHIFT);
+    assert!(PROBES_MASK << PROBES_SHIFT < AHEAD);
+    assert!(AHEAD < 1 << BACKOFF_SHIFT && BACKOFF_MASK << BACKOFF_SHIFT < 1 << TICK_SHIFT);
     assert!(READ_AHEAD_THRESHOLD as usize <= MAX_SCORE);
     assert!(READ_AHEAD_HIT as usize <= MAX_SCORE);
-    assert!(READ_AHEAD_PROBE >= 1);
     // The longest interval is the first doubled a whole number of times, and the count,
     // which stays below it, fits its bits.
     assert!(READ_AHEAD_PROBE_MAX == READ_AHEAD_PROBE << MAX_BACKOFF);
     assert!(MAX_BACKOFF <= BACKOFF_MASK);
     assert!(READ_AHEAD_PROBE_MAX as usize <= PROBES_MASK + 1);
-    assert!(AHEAD < 1 << BACKOFF_SHIFT && BACKOFF_MASK << BACKOFF_SHIFT < 1 << TICK_SHIFT);
 };
 
 /// What a stream's read found.

@@ -47,7 +47,8 @@ pub(crate) const SHUT_DOWN: usize = 1 << 5;
 /// Bits below the tick.
 const READY_MASK: usize = (1 << TICK_SHIFT) - 1;
 /// Shift of the tick: the driver's poll count, wrapping, when an event last set a bit.
-const TICK_SHIFT: usize = 16;
+/// `read_ahead.rs` keeps a tick at the same shift in its own word.
+pub(crate) const TICK_SHIFT: usize = 16;
 
 /// A direction of I/O: the readiness that lets an operation in it go ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
