@@ -562,6 +562,17 @@ impl Local {
         }
     }
 
+    /// Ends the runtime of a worker a test drives by hand on its own thread: lets go of
+    /// `guard` (this worker's), shuts the runtime down, and drops what this worker and
+    /// the injector still hold.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn shut_down_by_hand(&self, guard: context::WorkerGuard) {
+        drop(guard);
+        assert!(self.shared.begin_shutdown());
+        self.drain();
+        self.shared.drain_injector();
+    }
+
     /// Runs `entry`, found by a search (or by `next_task`).
     #[inline(always)]
     fn run_task(&self, entry: impl Into<Next>) {

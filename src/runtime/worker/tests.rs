@@ -293,8 +293,5 @@ fn a_search_that_finds_nothing_parks_after_its_spins_once_a_socket_is_registered
         SEARCH_ROUNDS,
         "none registered now"
     );
-    drop(guard);
-    assert!(shared.begin_shutdown());
-    local.drain();
-    shared.drain_injector();
+    local.shut_down_by_hand(guard);
 }

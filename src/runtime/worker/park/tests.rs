@@ -79,10 +79,7 @@ fn park_woken_by_two_reads(sibling_asleep: bool) -> (usize, usize, bool) {
     local.run_at_hand();
     let read = read.load(Ordering::SeqCst);
 
-    drop(guard);
-    assert!(shared.begin_shutdown());
-    local.drain();
-    shared.drain_injector();
+    local.shut_down_by_hand(guard);
     (wakes, read, sibling_told)
 }
 
