@@ -19,33 +19,67 @@
 //! - the owner's *poll word* counts its polls, and its low bit, [`OUT`], is set while
 //!   the poll runs the process's own code, when the owner touches no slot. A wake from
 //!   inside the poll that would touch a slot passes the *gate*: it clears `OUT`, passes
-//!   a light fence, then reads [`taken`](Held::taken); if a taker holds the slots it
-//!   leaves them alone (the woken process goes to the injector) and sets `OUT` again.
-//!   After the poll the owner clears `OUT` the same way, and if a taker holds the slots
-//!   it waits until the taker lets go;
-//! - a taker that saw the same poll word, `OUT` set, at two looks a period apart sets
-//!   `taken`, passes a heavy fence, and reads the word again: unchanged, the owner is
-//!   still in that poll, outside every gate, and every gate it passes from now on sees
-//!   `taken`, so the slots are the taker's until it clears `taken`. Changed, it lets go.
+//!   a light fence, then reads the *take word* ([`Held::take`]). After the poll the
+//!   owner clears `OUT` the same way;
+//! - a taker that saw the same poll word, `OUT` set, at two looks a period apart moves
+//!   the take word from [`FREE`] to [`FENCING`], passes a heavy fence, and reads the
+//!   poll word again: changed, it lets go. Unchanged, the owner is still in that poll,
+//!   outside every gate, and the taker moves the take word on to [`TAKING`]: the slots
+//!   are its own until it sets [`FREE`] again;
+//! - a gate that reads `FENCING` *cancels* the take (`FENCING` to [`CANCELLED`]) and
+//!   keeps its slots: whichever of the two exchanges from `FENCING` comes first decides
+//!   who has them. A gate that reads `TAKING` keeps off: inside the poll, the woken
+//!   process goes to the injector; at the poll's end, the owner waits for `FREE`, which
+//!   comes as soon as the taker has moved what the slots held out.
 //!
 //! The two fences order each side's store before its load as two `SeqCst` fences would:
 //! either the taker reads the owner's cleared bit (and backs off), or the owner reads
-//! `taken` (and keeps off). A stale read of a word that went from `OUT` to clear and back
-//! is harmless: the owner's gate in between finished before the taker's read, its
-//! writes published by the `Release` store that set `OUT` again, which the taker's
-//! `Acquire` read synchronises with. Where heavy fences are unavailable (not Linux, or a
-//! seccomp filter that forbids `membarrier`) no watchdog runs, and held processes wait
-//! for the poll as before.
+//! `FENCING` or a later state (and cancels, or keeps off). A stale read of a word that
+//! went from `OUT` to clear and back is harmless: the owner's gate in between finished
+//! before the taker's read, its writes published by the `Release` store that set `OUT`
+//! again, which the taker's `Acquire` read synchronises with. Where heavy fences are
+//! unavailable (not Linux, or a seccomp filter that forbids `membarrier`) no watchdog
+//! runs, and held processes wait for the poll as before.
+//!
+//! The cancel is what keeps a worker from waiting out the watchdog's heavy fence, a
+//! `membarrier` that interrupts every core running one of the process's threads, in a
+//! system call the watchdog can be preempted in. Under wrk at 50 connections on 2 cores
+//! (wrk on the same cores, so a worker preempted inside a poll looks like one in a long
+//! poll), one 6 s run of the two-state protocol this replaced began 62 takes; 24 of
+//! them found the poll over only after fences of 5 to 31 ms, and the worker whose poll
+//! had ended waited each one out, yielding its thread for 0.35 to 40 ms. In a 2 s run
+//! with the searchers' own yields turned off, `perf` found some 19,000 `sched_yield`
+//! calls, all in that wait. Most runs fence in microseconds and see a handful of takes,
+//! which commit as before (or are cancelled).
 
 use crate::loom::asymmetric;
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::loom::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use crate::loom::{spin_loop, thread};
 use crate::runtime::worker::Next;
 use crate::task::{Notified, Resting};
 
 /// The poll word's bit for "in a poll, running the process's own code".
 pub(crate) const OUT: u64 = 1;
+
+/// Take word: no taker. Left only by a taker (to [`FENCING`]).
+const FREE: u8 = 0;
+/// Take word: a taker passes its heavy fence and has not touched the slots. Left by
+/// that taker (to [`TAKING`], or back to [`FREE`]) or by the owner's gate (to
+/// [`CANCELLED`]), whichever exchanges first.
+const FENCING: u8 = 1;
+/// Take word: the taker holds the slots, moving what they hold out. Left only by that
+/// taker (to [`FREE`]).
+const TAKING: u8 = 2;
+/// Take word: the owner cancelled the take and keeps its slots; the taker has not yet
+/// noticed. Left only by that taker (to [`FREE`]).
+const CANCELLED: u8 = 3;
+
+/// Takes an owner's gate cancelled, counted across a loom model's executions (std's
+/// atomic, outside the model), so a model can show it reached one.
+#[cfg(all(test, loom))]
+pub(crate) static CANCELLED_TAKES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
 
 /// The processes a worker holds back (module docs).
 #[derive(Default)]
@@ -70,8 +104,9 @@ pub(crate) struct Held {
     /// The owner's polls, shifted left once, with [`OUT`] (module docs): also the
     /// worker's poll count, for metrics. Only the owner writes it.
     word: AtomicU64,
-    /// A taker holds the slots. Only a taker writes it.
-    taken: AtomicBool,
+    /// The take word: [`FREE`], [`FENCING`], [`TAKING`] or [`CANCELLED`] (module
+    /// docs).
+    take: AtomicU8,
     /// Touched by the owner between polls and inside an open gate, by a taker between
     /// a successful [`try_take`](Held::try_take) and its return.
     slots: UnsafeCell<Slots>,
@@ -109,7 +144,7 @@ impl Held {
     pub(crate) fn new(capacity: usize) -> Held {
         Held {
             word: AtomicU64::new(0),
-            taken: AtomicBool::new(false),
+            take: AtomicU8::new(FREE),
             slots: UnsafeCell::new(Slots {
                 displaced: Vec::with_capacity(capacity),
                 ..Slots::default()
@@ -146,14 +181,52 @@ impl Held {
         if word & OUT == 0 {
             return Gate::Inside;
         }
-        // Relaxed: the fence below orders it before the read of `taken`.
+        // Relaxed: the fence below orders it before the read of the take word.
         self.word.store(word & !OUT, Ordering::Relaxed);
         asymmetric::light();
-        // Acquire: a taker's release of the slots happens before what follows.
-        if self.taken.load(Ordering::Acquire) {
-            Gate::Denied(word)
-        } else {
+        if self.may_touch() {
             Gate::Entered(word)
+        } else {
+            Gate::Denied(word)
+        }
+    }
+
+    /// The owner, past its gate's fence: true if the slots are its own, after
+    /// cancelling a take that has not begun to move them (module docs); false while a
+    /// taker moves them.
+    #[inline(always)]
+    fn may_touch(&self) -> bool {
+        // Acquire: a taker's release of the slots happens before what follows.
+        let take = self.take.load(Ordering::Acquire);
+        take == FREE || self.may_touch_during_take(take)
+    }
+
+    /// [`may_touch`](Self::may_touch) with a take under way (or one cancelled and not
+    /// yet left).
+    #[cold]
+    #[inline(never)]
+    fn may_touch_during_take(&self, mut take: u8) -> bool {
+        loop {
+            match take {
+                FREE | CANCELLED => return true,
+                TAKING => return false,
+                _ => {}
+            }
+            // Acquire, also on failure: the exchange may read the `FREE` a taker
+            // released the slots with (it took them between our two reads).
+            match self.take.compare_exchange(
+                FENCING,
+                CANCELLED,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    #[cfg(all(test, loom))]
+                    CANCELLED_TAKES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return true;
+                }
+                Err(now) => take = now,
+            }
         }
     }
 
@@ -169,13 +242,13 @@ impl Held {
     }
 
     /// Waits until a taker lets go of the slots (after `end_poll`'s gate was denied):
-    /// a taker holds them only while it moves what they hold out.
+    /// a taker holds them only while it moves what they hold out, with no system call.
     #[cold]
     #[inline(never)]
     fn wait_for_taker(&self) {
         let mut spins = 0u32;
         // Acquire: the taker's writes to the slots happen before what follows.
-        while self.taken.load(Ordering::Acquire) {
+        while self.take.load(Ordering::Acquire) == TAKING {
             if spins < 64 {
                 spin_loop();
                 spins += 1;
@@ -210,41 +283,57 @@ impl Held {
 
     /// Takes the slots over if the owner is still in the poll `observed` (module
     /// docs): what they held, now the caller's. `None` if the owner is between polls or
-    /// in another one, or another taker is at work. Only where heavy fences are
-    /// available.
+    /// in another one, cancelled the take, or another taker is at work. Only where
+    /// heavy fences are available.
     pub(crate) fn try_take(&self, observed: u64) -> Option<Slots> {
-        if observed & OUT == 0 {
+        if !self.begin_take(observed) {
             return None;
         }
-        // Acquire: pairs with the release of a previous taker. Relaxed on failure:
-        // nothing is read.
-        if self
-            .taken
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return None;
-        }
-        // Without the heavy fence (it failed), nothing stops the owner: let go.
-        let fenced = asymmetric::heavy();
+        self.finish_take(observed, asymmetric::heavy())
+    }
+
+    /// A take's first step: `FREE` to `FENCING`. False if the owner is between polls or
+    /// another take is under way.
+    fn begin_take(&self, observed: u64) -> bool {
+        // Relaxed, also on failure: the slots are not touched before the exchange in
+        // `finish_take`, which acquires.
+        observed & OUT != 0
+            && self
+                .take
+                .compare_exchange(FREE, FENCING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// A take's second step, after the heavy fence (`fenced`: it succeeded): the slots'
+    /// contents if the owner is still in the poll `observed` and has not cancelled.
+    /// Leaves the take word `FREE`.
+    fn finish_take(&self, observed: u64, fenced: bool) -> Option<Slots> {
         // Acquire: the owner's writes to the slots, published by its `Release` store of
-        // this word, happen before what follows.
-        let taken = if fenced && self.word.load(Ordering::Acquire) == observed {
-            // SAFETY: the gate is shut for the owner (module docs) and `taken` excludes
-            // every other taker.
-            Some(self.slots.with_mut(|slots| {
+        // this word, happen before what follows. Without the fence (it failed), nothing
+        // stops the owner: let go.
+        let still = fenced && self.word.load(Ordering::Acquire) == observed;
+        // Acquire: as above, should a gate have run since. Relaxed on failure: the
+        // owner cancelled, and nothing is read.
+        let taking = still
+            && self
+                .take
+                .compare_exchange(FENCING, TAKING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok();
+        let taken = taking.then(|| {
+            // SAFETY: `TAKING` shuts the owner's gates (module docs) and excludes every
+            // other taker, until the store below.
+            self.slots.with_mut(|slots| {
                 let slots = unsafe { &mut *slots };
                 Slots {
                     handoff: slots.handoff.take(),
                     displaced: slots.displaced.drain(..).collect(),
                     resting: slots.resting.take(),
                 }
-            }))
-        } else {
-            None
-        };
+            })
+        });
         // Release: what was done to the slots happens before the owner's next gate.
-        self.taken.store(false, Ordering::Release);
+        // From `TAKING`, `CANCELLED` or `FENCING`: only this taker leaves any of them.
+        self.take.store(FREE, Ordering::Release);
         taken
     }
 }
@@ -260,8 +349,8 @@ mod tests {
         let word = held.observe();
         crate::loom::asymmetric::FAIL_NEXT_HEAVY.with(|fail| fail.set(true));
         assert!(held.try_take(word).is_none());
-        // The owner's gate opens (were `taken` left set, `end_poll` would spin for
-        // ever), and a later take, its fence passed, takes the slots.
+        // The owner's gate opens, and a later take, its fence passed, takes the slots
+        // (were the take word left as it was, that take could not begin).
         let gate = held.enter();
         assert!(gate.is_open(), "the failed take kept the slots");
         held.leave(gate);
@@ -272,5 +361,57 @@ mod tests {
             assert!(held.try_take(word).is_some());
         }
         held.end_poll();
+    }
+
+    #[test]
+    fn a_gate_that_finds_a_take_fencing_cancels_it_and_keeps_the_slots() {
+        let held = Held::new(0);
+        held.begin_poll();
+        let word = held.observe();
+        assert!(held.begin_take(word));
+        // A wake inside the poll, while the taker passes its fence.
+        let gate = held.enter();
+        assert_eq!(
+            gate,
+            Gate::Entered(word),
+            "the gate kept off for a fencing take"
+        );
+        held.leave(gate);
+        // The poll word is as the taker saw it (the gate set `OUT` again), so only the
+        // cancel keeps the taker off.
+        assert_eq!(held.observe(), word);
+        assert!(
+            held.finish_take(word, true).is_none(),
+            "a cancelled take took"
+        );
+        held.end_poll();
+        // Back to `FREE`: the next take begins, and takes.
+        held.begin_poll();
+        let word = held.observe();
+        assert!(held.begin_take(word));
+        assert!(held.finish_take(word, true).is_some());
+        held.end_poll();
+    }
+
+    #[test]
+    fn a_poll_that_ends_while_a_take_is_fencing_does_not_wait_for_it() {
+        let held = Held::new(0);
+        held.begin_poll();
+        let word = held.observe();
+        assert!(held.begin_take(word));
+        let (done, ended) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                held.end_poll();
+                done.send(()).unwrap();
+            });
+            let waited = ended
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_err();
+            // Lets a waiting owner go either way, so the test ends.
+            let taken = held.finish_take(word, true);
+            assert!(!waited, "the owner waited for the take's fence");
+            assert!(taken.is_none(), "the take went on past the owner's cancel");
+        });
     }
 }

@@ -15,8 +15,9 @@
 //! The period is a trade: on the 2-core machine the tables come from, its looks alone
 //! cost `fan_in` 12% at 2 ms and 5% at 5 ms (`tuning.rs`). The thread keeps the normal
 //! scheduling class: in Linux's `SCHED_IDLE` it cost the same, and a worker whose poll
-//! ends while the watchdog holds its slots waits for it (`Held::end_poll`), which a
-//! thread starved by busy cores would make long.
+//! ends while the watchdog moves its slots' contents out waits for it (`Held::end_poll`),
+//! which a thread starved by busy cores would make long. (It does not wait out the
+//! take's heavy fence: it cancels a take that has not begun to move them, `held.rs`.)
 //!
 //! When every worker is asleep nothing can be stuck in a poll, and the watchdog sleeps
 //! until a worker wakes up (`Shared::worker_awake`): a runtime with nothing to do costs

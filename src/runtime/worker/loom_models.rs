@@ -588,7 +588,8 @@ fn handed_completion_racing_walker(joined: bool) -> bool {
 /// the first poll left it resting there, from the resting slot), while the watchdog, on
 /// another thread, takes the worker's held processes over (`held.rs`): it reads the
 /// poll word and, seeing a poll, takes the slots through the gate and puts what they
-/// held on the injector (`sysmon::rehome`). Whichever way the gate goes, the sleeper is
+/// held on the injector (`sysmon::rehome`), unless a gate of the worker's cancels the
+/// take while the watchdog fences. Whichever way the gate goes, the sleeper is
 /// polled exactly twice (never by two threads, never lost), its future is dropped once,
 /// and every reference is released once (loom reports a leaked process's runtime
 /// reference).
@@ -598,6 +599,8 @@ fn loom_long_poll_takeover() {
     // executions, outside the model).
     static TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     TAKEN.store(0, std::sync::atomic::Ordering::Relaxed);
+    let cancelled = &crate::runtime::held::CANCELLED_TAKES;
+    cancelled.store(0, std::sync::atomic::Ordering::Relaxed);
     loom::model(|| {
         let (shared, mut queues) = Shared::new(2, "loom".to_owned(), None, Default::default());
         queues.truncate(1);
@@ -650,6 +653,10 @@ fn loom_long_poll_takeover() {
     assert!(
         TAKEN.load(std::sync::atomic::Ordering::Relaxed) > 0,
         "the model reached a take-over of a held process"
+    );
+    assert!(
+        cancelled.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "the model reached a take the owner's gate cancelled"
     );
 }
 
