@@ -26,11 +26,12 @@
 //!   poll word again: changed, it lets go. Unchanged, the owner is still in that poll,
 //!   outside every gate, and the taker moves the take word on to [`TAKING`]: the slots
 //!   are its own until it sets [`FREE`] again;
-//! - a gate that reads `FENCING` *cancels* the take (`FENCING` to [`CANCELLED`]) and
-//!   keeps its slots: whichever of the two exchanges from `FENCING` comes first decides
-//!   who has them. A gate that reads `TAKING` keeps off: inside the poll, the woken
-//!   process goes to the injector; at the poll's end, the owner waits for `FREE`, which
-//!   comes as soon as the taker has moved what the slots held out.
+//! - a gate inside the poll that reads `FENCING` or `TAKING` keeps off the slots (the
+//!   woken process goes to the injector): the poll may run long yet. The gate at the
+//!   poll's end that reads `FENCING` *cancels* the take (`FENCING` to [`CANCELLED`])
+//!   and keeps its slots: whichever of the two exchanges from `FENCING` comes first
+//!   decides who has them. One that reads `TAKING` waits until the taker lets go, as
+//!   soon as it has moved what the slots held out.
 //!
 //! The two fences order each side's store before its load as two `SeqCst` fences would:
 //! either the taker reads the owner's cleared bit (and backs off), or the owner reads
@@ -41,13 +42,15 @@
 //! unavailable (not Linux, or a seccomp filter that forbids `membarrier`) no watchdog
 //! runs, and held processes wait for the poll as before.
 //!
-//! The cancel is what keeps a worker from waiting out the watchdog's heavy fence, a
+//! The cancel is what keeps a worker whose poll ended from waiting out the watchdog's
+//! heavy fence, a
 //! `membarrier` that interrupts every core running one of the process's threads, in a
 //! system call the watchdog can be preempted in. Under wrk at 50 connections on 2 cores
 //! (wrk on the same cores, so a worker preempted inside a poll looks like one in a long
-//! poll), one 6 s run of the two-state protocol this replaced began 62 takes; 24 of
-//! them found the poll over only after fences of 5 to 31 ms, and the worker whose poll
-//! had ended waited each one out, yielding its thread for 0.35 to 40 ms. In a 2 s run
+//! poll), one 6 s run of the two-state protocol this replaced began 62 takes, whose
+//! fences took from 1 µs to 31 ms; 24 found the poll over after the fence, and the
+//! worker whose poll had ended waited each one out, yielding its thread for 0.35 to 40
+//! ms. In a 2 s run
 //! with the searchers' own yields turned off, `perf` found some 19,000 `sched_yield`
 //! calls, all in that wait. Most runs fence in microseconds and see a handful of takes,
 //! which commit as before (or are cancelled).
@@ -107,6 +110,9 @@ pub(crate) struct Held {
     /// The take word: [`FREE`], [`FENCING`], [`TAKING`] or [`CANCELLED`] (module
     /// docs).
     take: AtomicU8,
+    /// The capacity the list of displaced processes is made with, and remade with
+    /// after a take.
+    displaced_capacity: usize,
     /// Touched by the owner between polls and inside an open gate, by a taker between
     /// a successful [`try_take`](Held::try_take) and its return.
     slots: UnsafeCell<Slots>,
@@ -145,6 +151,7 @@ impl Held {
         Held {
             word: AtomicU64::new(0),
             take: AtomicU8::new(FREE),
+            displaced_capacity: capacity,
             slots: UnsafeCell::new(Slots {
                 displaced: Vec::with_capacity(capacity),
                 ..Slots::default()
@@ -164,12 +171,12 @@ impl Held {
             .store(((word >> 1) + 1) << 1 | OUT, Ordering::Release);
     }
 
-    /// The owner's poll returned: the slots are its own again, once a taker that holds
-    /// them lets go.
+    /// The owner's poll returned: the slots are its own again, at once if a take is
+    /// still fencing (it is cancelled), or once a taker moving them lets go.
     #[inline(always)]
     pub(crate) fn end_poll(&self) {
         if let Gate::Denied(_) = self.enter() {
-            self.wait_for_taker();
+            self.reclaim();
         }
     }
 
@@ -184,49 +191,12 @@ impl Held {
         // Relaxed: the fence below orders it before the read of the take word.
         self.word.store(word & !OUT, Ordering::Relaxed);
         asymmetric::light();
-        if self.may_touch() {
-            Gate::Entered(word)
-        } else {
-            Gate::Denied(word)
-        }
-    }
-
-    /// The owner, past its gate's fence: true if the slots are its own, after
-    /// cancelling a take that has not begun to move them (module docs); false while a
-    /// taker moves them.
-    #[inline(always)]
-    fn may_touch(&self) -> bool {
         // Acquire: a taker's release of the slots happens before what follows.
-        let take = self.take.load(Ordering::Acquire);
-        take == FREE || self.may_touch_during_take(take)
-    }
-
-    /// [`may_touch`](Self::may_touch) with a take under way (or one cancelled and not
-    /// yet left).
-    #[cold]
-    #[inline(never)]
-    fn may_touch_during_take(&self, mut take: u8) -> bool {
-        loop {
-            match take {
-                FREE | CANCELLED => return true,
-                TAKING => return false,
-                _ => {}
-            }
-            // Acquire, also on failure: the exchange may read the `FREE` a taker
-            // released the slots with (it took them between our two reads).
-            match self.take.compare_exchange(
-                FENCING,
-                CANCELLED,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    #[cfg(all(test, loom))]
-                    CANCELLED_TAKES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    return true;
-                }
-                Err(now) => take = now,
-            }
+        match self.take.load(Ordering::Acquire) {
+            FREE | CANCELLED => Gate::Entered(word),
+            // Inside the poll, a fencing take is left to go on: the poll may run long
+            // yet, and what it wakes meanwhile is for the taker to move.
+            _ => Gate::Denied(word),
         }
     }
 
@@ -241,19 +211,45 @@ impl Held {
         }
     }
 
-    /// Waits until a taker lets go of the slots (after `end_poll`'s gate was denied):
-    /// a taker holds them only while it moves what they hold out, with no system call.
+    /// After `end_poll`'s gate was denied: cancels a take that is still fencing, or
+    /// waits for a taker that moves what the slots hold to let go (it holds them for
+    /// no system call and no allocation).
     #[cold]
     #[inline(never)]
-    fn wait_for_taker(&self) {
+    fn reclaim(&self) {
         let mut spins = 0u32;
         // Acquire: the taker's writes to the slots happen before what follows.
-        while self.take.load(Ordering::Acquire) == TAKING {
-            if spins < 64 {
-                spin_loop();
-                spins += 1;
-            } else {
-                thread::yield_now();
+        let mut take = self.take.load(Ordering::Acquire);
+        loop {
+            match take {
+                FREE | CANCELLED => return,
+                FENCING => {
+                    // Acquire, also on failure: the exchange may read the `FREE` a
+                    // taker released the slots with (it took them since our read).
+                    match self.take.compare_exchange(
+                        FENCING,
+                        CANCELLED,
+                        Ordering::Acquire,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => {
+                            #[cfg(all(test, loom))]
+                            CANCELLED_TAKES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            return;
+                        }
+                        Err(now) => take = now,
+                    }
+                }
+                _ => {
+                    if spins < 64 {
+                        spin_loop();
+                        spins += 1;
+                    } else {
+                        thread::yield_now();
+                    }
+                    // Acquire: as above.
+                    take = self.take.load(Ordering::Acquire);
+                }
             }
         }
     }
@@ -312,8 +308,13 @@ impl Held {
         // this word, happen before what follows. Without the fence (it failed), nothing
         // stops the owner: let go.
         let still = fenced && self.word.load(Ordering::Acquire) == observed;
-        // Acquire: as above, should a gate have run since. Relaxed on failure: the
-        // owner cancelled, and nothing is read.
+        // The owner's list of displaced processes is swapped for this one, allocated
+        // before `TAKING`, so the owner never waits on an allocation.
+        let mut spare = still.then(|| Vec::with_capacity(self.displaced_capacity));
+        // Acquire: through the release sequence of `begin_take`'s exchange, pairs with
+        // the previous taker's release of the slots (a poll that ended since the word's
+        // read cancelled, failing this). Relaxed on failure: the owner cancelled, and
+        // nothing is read.
         let taking = still
             && self
                 .take
@@ -326,13 +327,18 @@ impl Held {
                 let slots = unsafe { &mut *slots };
                 Slots {
                     handoff: slots.handoff.take(),
-                    displaced: slots.displaced.drain(..).collect(),
+                    displaced: std::mem::replace(
+                        &mut slots.displaced,
+                        spare.take().unwrap_or_default(),
+                    ),
                     resting: slots.resting.take(),
                 }
             })
         });
         // Release: what was done to the slots happens before the owner's next gate.
-        // From `TAKING`, `CANCELLED` or `FENCING`: only this taker leaves any of them.
+        // From `TAKING`, `CANCELLED` or `FENCING`: only this taker leaves the first two;
+        // the owner may leave `FENCING` for `CANCELLED` at the same time, and the store
+        // overwrites either (the take is over).
         self.take.store(FREE, Ordering::Release);
         taken
     }
@@ -349,52 +355,38 @@ mod tests {
         let word = held.observe();
         crate::loom::asymmetric::FAIL_NEXT_HEAVY.with(|fail| fail.set(true));
         assert!(held.try_take(word).is_none());
-        // The owner's gate opens, and a later take, its fence passed, takes the slots
-        // (were the take word left as it was, that take could not begin).
+        // The owner's gate opens, and a later take, its fence passed, takes the slots.
         let gate = held.enter();
         assert!(gate.is_open(), "the failed take kept the slots");
         held.leave(gate);
-        held.end_poll();
-        held.begin_poll();
-        let word = held.observe();
-        if crate::loom::asymmetric::available() {
-            assert!(held.try_take(word).is_some());
-        }
-        held.end_poll();
-    }
-
-    #[test]
-    fn a_gate_that_finds_a_take_fencing_cancels_it_and_keeps_the_slots() {
-        let held = Held::new(0);
-        held.begin_poll();
-        let word = held.observe();
-        assert!(held.begin_take(word));
-        // A wake inside the poll, while the taker passes its fence.
-        let gate = held.enter();
-        assert_eq!(
-            gate,
-            Gate::Entered(word),
-            "the gate kept off for a fencing take"
-        );
-        held.leave(gate);
-        // The poll word is as the taker saw it (the gate set `OUT` again), so only the
-        // cancel keeps the taker off.
-        assert_eq!(held.observe(), word);
         assert!(
-            held.finish_take(word, true).is_none(),
-            "a cancelled take took"
+            held.begin_take(word),
+            "the failed take left the take word behind"
         );
-        held.end_poll();
-        // Back to `FREE`: the next take begins, and takes.
-        held.begin_poll();
-        let word = held.observe();
-        assert!(held.begin_take(word));
         assert!(held.finish_take(word, true).is_some());
         held.end_poll();
     }
 
     #[test]
-    fn a_poll_that_ends_while_a_take_is_fencing_does_not_wait_for_it() {
+    fn a_gate_inside_the_poll_lets_a_fencing_take_go_on() {
+        let held = Held::new(0);
+        held.begin_poll();
+        let word = held.observe();
+        assert!(held.begin_take(word));
+        // A wake inside the poll, while the taker passes its fence: kept off.
+        let gate = held.enter();
+        assert_eq!(gate, Gate::Denied(word), "a gate inside the poll cancelled");
+        held.leave(gate);
+        // The poll word is as the taker saw it, and the take goes through.
+        assert!(
+            held.finish_take(word, true).is_some(),
+            "the take was called off"
+        );
+        held.end_poll();
+    }
+
+    #[test]
+    fn a_poll_that_ends_while_a_take_is_fencing_cancels_it_without_waiting() {
         let held = Held::new(0);
         held.begin_poll();
         let word = held.observe();
@@ -408,10 +400,17 @@ mod tests {
             let waited = ended
                 .recv_timeout(std::time::Duration::from_secs(10))
                 .is_err();
+            let state = held.take.load(Ordering::Relaxed);
             // Lets a waiting owner go either way, so the test ends.
-            let taken = held.finish_take(word, true);
+            assert!(held.finish_take(word, true).is_none());
             assert!(!waited, "the owner waited for the take's fence");
-            assert!(taken.is_none(), "the take went on past the owner's cancel");
+            assert_eq!(state, CANCELLED, "the ended poll did not cancel the take");
         });
+        // Back to `FREE`: the next take begins, and takes.
+        held.begin_poll();
+        let word = held.observe();
+        assert!(held.begin_take(word));
+        assert!(held.finish_take(word, true).is_some());
+        held.end_poll();
     }
 }

@@ -588,8 +588,8 @@ fn handed_completion_racing_walker(joined: bool) -> bool {
 /// the first poll left it resting there, from the resting slot), while the watchdog, on
 /// another thread, takes the worker's held processes over (`held.rs`): it reads the
 /// poll word and, seeing a poll, takes the slots through the gate and puts what they
-/// held on the injector (`sysmon::rehome`), unless a gate of the worker's cancels the
-/// take while the watchdog fences. Whichever way the gate goes, the sleeper is
+/// held on the injector (`sysmon::rehome`), unless the poll ends while the watchdog
+/// fences, and cancels the take. Whichever way the gate goes, the sleeper is
 /// polled exactly twice (never by two threads, never lost), its future is dropped once,
 /// and every reference is released once (loom reports a leaked process's runtime
 /// reference).
@@ -656,7 +656,7 @@ fn loom_long_poll_takeover() {
     );
     assert!(
         cancelled.load(std::sync::atomic::Ordering::Relaxed) > 0,
-        "the model reached a take the owner's gate cancelled"
+        "the model reached a take that the end of a poll cancelled"
     );
 }
 
