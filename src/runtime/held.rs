@@ -43,17 +43,15 @@
 //! runs, and held processes wait for the poll as before.
 //!
 //! The cancel is what keeps a worker whose poll ended from waiting out the watchdog's
-//! heavy fence, a
-//! `membarrier` that interrupts every core running one of the process's threads, in a
-//! system call the watchdog can be preempted in. Under wrk at 50 connections on 2 cores
-//! (wrk on the same cores, so a worker preempted inside a poll looks like one in a long
-//! poll), one 6 s run of the two-state protocol this replaced began 62 takes, whose
-//! fences took from 1 µs to 31 ms; 24 found the poll over after the fence, and the
-//! worker whose poll had ended waited each one out, yielding its thread for 0.35 to 40
-//! ms. In a 2 s run
-//! with the searchers' own yields turned off, `perf` found some 19,000 `sched_yield`
-//! calls, all in that wait. Most runs fence in microseconds and see a handful of takes,
-//! which commit as before (or are cancelled).
+//! heavy fence, a `membarrier` that interrupts every core running one of the process's
+//! threads, in a system call the watchdog can be preempted in. Under wrk at 50
+//! connections on 2 cores (wrk on the same cores, so a worker preempted inside a poll
+//! looks like one in a long poll), one 6 s run of the two-state protocol this replaced
+//! began 62 takes, whose fences took from 1 µs to 31 ms; 24 found the poll over after
+//! the fence, and the worker whose poll had ended waited each one out, yielding its
+//! thread for 0.35 to 40 ms. In a 2 s run with the searchers' own yields turned off,
+//! `perf` found some 19,000 `sched_yield` calls, all in that wait. Most runs fence in
+//! microseconds and see a handful of takes, which commit as before (or are cancelled).
 
 use crate::loom::asymmetric;
 use crate::loom::cell::UnsafeCell;
@@ -68,7 +66,7 @@ pub(crate) const OUT: u64 = 1;
 /// Take word: no taker. Left only by a taker (to [`FENCING`]).
 const FREE: u8 = 0;
 /// Take word: a taker passes its heavy fence and has not touched the slots. Left by
-/// that taker (to [`TAKING`], or back to [`FREE`]) or by the owner's gate (to
+/// that taker (to [`TAKING`], or back to [`FREE`]) or by the owner as a poll ends (to
 /// [`CANCELLED`]), whichever exchanges first.
 const FENCING: u8 = 1;
 /// Take word: the taker holds the slots, moving what they hold out. Left only by that
@@ -78,7 +76,7 @@ const TAKING: u8 = 2;
 /// noticed. Left only by that taker (to [`FREE`]).
 const CANCELLED: u8 = 3;
 
-/// Takes an owner's gate cancelled, counted across a loom model's executions (std's
+/// Takes the end of a poll cancelled, counted across a loom model's executions (std's
 /// atomic, outside the model), so a model can show it reached one.
 #[cfg(all(test, loom))]
 pub(crate) static CANCELLED_TAKES: std::sync::atomic::AtomicUsize =
