@@ -69,12 +69,22 @@ const FREE: u8 = 0;
 /// that taker (to [`TAKING`], or back to [`FREE`]) or by the owner as a poll ends (to
 /// [`CANCELLED`]), whichever exchanges first.
 const FENCING: u8 = 1;
-/// Take word: the taker holds the slots, moving what they hold out. Left only by that
-/// taker (to [`FREE`]).
-const TAKING: u8 = 2;
 /// Take word: the owner cancelled the take and keeps its slots; the taker has not yet
 /// noticed. Left only by that taker (to [`FREE`]).
-const CANCELLED: u8 = 3;
+const CANCELLED: u8 = 2;
+/// Take word: the taker holds the slots, moving what they hold out. Left only by that
+/// taker (to [`FREE`]).
+const TAKING: u8 = 3;
+/// The take word's bit that keeps a gate inside a poll off the slots: set in
+/// [`FENCING`] and [`TAKING`], clear in [`FREE`] and [`CANCELLED`], so the gate tests
+/// one bit, as it tested a flag before the take could be cancelled.
+const KEEP_OFF: u8 = 1;
+const _: () = assert!(
+    FREE & KEEP_OFF == 0
+        && CANCELLED & KEEP_OFF == 0
+        && FENCING & KEEP_OFF != 0
+        && TAKING & KEEP_OFF != 0
+);
 
 /// Takes the end of a poll cancelled, counted across a loom model's executions (std's
 /// atomic, outside the model), so a model can show it reached one.
@@ -190,11 +200,12 @@ impl Held {
         self.word.store(word & !OUT, Ordering::Relaxed);
         asymmetric::light();
         // Acquire: a taker's release of the slots happens before what follows.
-        match self.take.load(Ordering::Acquire) {
-            FREE | CANCELLED => Gate::Entered(word),
+        if self.take.load(Ordering::Acquire) & KEEP_OFF == 0 {
+            Gate::Entered(word)
+        } else {
             // Inside the poll, a fencing take is left to go on: the poll may run long
             // yet, and what it wakes meanwhile is for the taker to move.
-            _ => Gate::Denied(word),
+            Gate::Denied(word)
         }
     }
 
