@@ -76,8 +76,8 @@ const CANCELLED: u8 = 2;
 /// taker (to [`FREE`]).
 const TAKING: u8 = 3;
 /// The take word's bit that keeps a gate inside a poll off the slots: set in
-/// [`FENCING`] and [`TAKING`], clear in [`FREE`] and [`CANCELLED`], so the gate tests
-/// one bit, as it tested a flag before the take could be cancelled.
+/// [`FENCING`] and [`TAKING`], clear in [`FREE`] and [`CANCELLED`], so the gate's test
+/// is one bit, as cheap as a flag's.
 const KEEP_OFF: u8 = 1;
 const _: () = assert!(
     FREE & KEEP_OFF == 0
