@@ -357,31 +357,44 @@ impl Held {
 mod tests {
     use super::*;
 
+    /// Begins a poll on `held`: its poll word.
+    fn poll(held: &Held) -> u64 {
+        held.begin_poll();
+        held.observe()
+    }
+
+    /// An owner in a poll, and a take of it passing its fence.
+    fn fencing() -> (Held, u64) {
+        let held = Held::new(0);
+        let word = poll(&held);
+        assert!(held.begin_take(word));
+        (held, word)
+    }
+
+    /// Takes the slots of the poll `word` in full: the take begins (`why` if not) and
+    /// commits.
+    fn take_whole(held: &Held, word: u64, why: &str) {
+        assert!(held.begin_take(word), "{why}");
+        assert!(held.finish_take(word, true).is_some());
+    }
+
     #[test]
     fn a_take_whose_heavy_fence_fails_takes_nothing_and_leaves_the_gate_open() {
         let held = Held::new(0);
-        held.begin_poll();
-        let word = held.observe();
+        let word = poll(&held);
         crate::loom::asymmetric::FAIL_NEXT_HEAVY.with(|fail| fail.set(true));
         assert!(held.try_take(word).is_none());
         // The owner's gate opens, and a later take, its fence passed, takes the slots.
         let gate = held.enter();
         assert!(gate.is_open(), "the failed take kept the slots");
         held.leave(gate);
-        assert!(
-            held.begin_take(word),
-            "the failed take left the take word behind"
-        );
-        assert!(held.finish_take(word, true).is_some());
+        take_whole(&held, word, "the failed take left the take word behind");
         held.end_poll();
     }
 
     #[test]
     fn a_gate_inside_the_poll_lets_a_fencing_take_go_on() {
-        let held = Held::new(0);
-        held.begin_poll();
-        let word = held.observe();
-        assert!(held.begin_take(word));
+        let (held, word) = fencing();
         // A wake inside the poll, while the taker passes its fence: kept off.
         let gate = held.enter();
         assert_eq!(gate, Gate::Denied(word), "a gate inside the poll cancelled");
@@ -396,10 +409,7 @@ mod tests {
 
     #[test]
     fn a_poll_that_ends_while_a_take_is_fencing_cancels_it_without_waiting() {
-        let held = Held::new(0);
-        held.begin_poll();
-        let word = held.observe();
-        assert!(held.begin_take(word));
+        let (held, word) = fencing();
         let (done, ended) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
             scope.spawn(|| {
@@ -416,10 +426,8 @@ mod tests {
             assert_eq!(state, CANCELLED, "the ended poll did not cancel the take");
         });
         // Back to `FREE`: the next take begins, and takes.
-        held.begin_poll();
-        let word = held.observe();
-        assert!(held.begin_take(word));
-        assert!(held.finish_take(word, true).is_some());
+        let word = poll(&held);
+        take_whole(&held, word, "the cancelled take left the take word behind");
         held.end_poll();
     }
 }
