@@ -36,7 +36,8 @@ pub(crate) const DISPLACED_BATCH: usize = 32;
 /// unchanged within the noise. 50 µs is short next to parallel work worth spreading
 /// (processes that run for milliseconds wait one grace), and long next to a batch of
 /// short polls; 200 µs would hold such work back four times as long. (Go leaves a
-/// goroutine just made ready to its processor for a few µs before stealing it.)
+/// goroutine just made ready to its processor for a few µs before stealing it.) Only a
+/// poll's batch waits it out; a socket's or a timer's wakes are ripe at once.
 pub(crate) const STEAL_GRACE: Duration = Duration::from_micros(50);
 
 /// A worker looks at the global injector first every this many scheduling ticks, even

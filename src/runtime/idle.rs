@@ -14,8 +14,8 @@
 //! listener that has not started waiting yet, and `notify(1)` wakes nobody new while an
 //! earlier notification is still unconsumed.
 //!
-//! **Watchers.** Work a worker puts on its own queue is *fresh*: thieves leave it to its
-//! owner for a grace (`queue_age.rs`), so a worker woken for it could only wait. At most
+//! **Watchers.** A batch a poll puts on its worker's queue is *fresh*: thieves leave it
+//! to its owner for a grace (`queue_age.rs`), so a worker woken for it could only wait. At most
 //! one parked worker at a time is a *watcher*: it sleeps with a timeout and looks at the
 //! queues again when it ends, so fresh work is noticed without a wake-up
 //! ([`Idle::notify_fresh`] wakes nobody while a watcher sleeps). A worker becomes a

@@ -10,6 +10,18 @@
 //! microseconds; a queue whose work outlasts the grace (a long poll, a steady stream of
 //! spawns) is stolen from as before, the grace later.
 //!
+//! So only such batches start the clock: what a poll woke or spawned, published at its
+//! end, a process its own poll re-queued, and a batch moved from the injector. Work that
+//! reaches a queue any other way is ripe at once: what a socket's or a timer's waker, a
+//! spawn or a drop wakes between polls (no poll made it, and nothing ties it to one
+//! channel), and the half of a queue a thief took (it waited out its grace on the
+//! victim). Held back, such work cost a server its tail: with wrk on the same two cores,
+//! a searcher that found a driver's wakes fresh yielded its thread while they ripened
+//! (0.06 to 0.15 `sched_yield` a request at 50 connections), and a yield, or the owner
+//! being preempted meanwhile, can keep them waiting for milliseconds. Ripe at once, p99
+//! fell from 3.1 to 2.3 ms (docs/performance.md, "Only a poll's batch waits out the
+//! steal grace").
+//!
 //! The ages are hints: a thief that reads a stale one steals a little early or late,
 //! never loses a process. Under loom they are off (every queue is ripe): the models
 //! check what is stolen, not when.

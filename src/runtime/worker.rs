@@ -19,11 +19,12 @@
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
 //!    spinning a few rounds, then yielding its thread, before it parks (with a socket
 //!    registered, a searcher that finds no work anywhere parks after the spins, below).
-//!    A queue that filled less than [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is
-//!    left to its owner (`queue_age.rs`). The parking worker that sees the wheel's
-//!    earliest deadline parks with a timeout to it. With the `io` feature, a parked worker
-//!    sleeps inside the I/O reactor and drives it (`worker/park.rs`): a socket's waker
-//!    puts its process on that worker's queue.
+//!    A queue that a poll's batch filled less than
+//!    [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its owner; what a
+//!    socket's or a timer's waker queued is not held back (`queue_age.rs`). The parking
+//!    worker that sees the wheel's earliest deadline parks with a timeout to it. With
+//!    the `io` feature, a parked worker sleeps inside the I/O reactor and drives it
+//!    (`worker/park.rs`): a socket's waker puts its process on that worker's queue.
 //!
 //! A worker that parks while only such fresh work exists parks as the *watcher* (one at
 //! a time, `idle.rs`): it sleeps until that work ripens and looks again. Work a busy
@@ -488,14 +489,16 @@ impl Local {
     }
 
     /// A wake or spawn on this worker while it polls nothing (a timer, a socket's
-    /// waker, a drop between polls): to the queue, where another worker may take it.
+    /// waker, a drop between polls): to the queue, where another worker may take it at
+    /// once. It is no poll's batch, so the queue's age is left as it is
+    /// (`queue_age.rs`): an empty queue's is already ripe.
     #[inline(never)]
     fn schedule_idle(&self, entry: Notified) {
-        self.enqueue(entry);
+        self.queue.push(entry);
         // A socket's waker run by the reactor this worker sleeps in: the worker wakes up
         // for it itself (`park.rs`).
         if !self.sleep.woke_self() {
-            self.shared.idle().notify_fresh();
+            self.shared.idle().notify_work();
         }
     }
 
@@ -711,7 +714,8 @@ impl Local {
         Some(entry.into())
     }
 
-    /// Puts `entry` at the back of this worker's queue, noting when the queue fills.
+    /// Puts `entry`, which a poll on this worker woke or spawned, at the back of this
+    /// worker's queue, noting when the queue fills (`queue_age.rs`).
     #[inline]
     fn enqueue(&self, entry: Notified) {
         if self.queue.is_empty() {
@@ -826,9 +830,8 @@ impl Local {
                 match stealers[victim].steal_half_and_pop(&self.queue) {
                     Steal::Success(entry) => {
                         bump(&self.counters().steals);
-                        if !self.queue.is_empty() {
-                            ages.filled(self.index);
-                        }
+                        // The half taken has waited out its grace on the victim: ripe
+                        // here too (`queue_age.rs`).
                         return Found::Process(entry);
                     }
                     Steal::Empty => break,

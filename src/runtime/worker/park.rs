@@ -10,7 +10,8 @@
 //!   (the poll's timeout). Sockets' wakers run on this worker meanwhile: a process they
 //!   wake goes to this worker's own queue, and the worker comes out of the poll to run it
 //!   ([`Sleep::woke_self`]) instead of waking another worker to steal it; a batch of more
-//!   than one tells one sleeping sibling, which may take some once the steal grace ends.
+//!   than one tells one sleeping sibling, which may take some at once (what a socket's
+//!   waker wakes is no poll's batch: `queue_age.rs`).
 //!   That word goes out once the worker's own listener is gone: sent while it was still
 //!   registered, it could reach that listener (always, with no sibling asleep) and woke
 //!   the poll the worker had just left, one write to the driver's waker for nothing; a
@@ -179,9 +180,8 @@ mod driven {
         // one on as well when this worker, the last searcher, finds its work: a sibling
         // is told at once here, and the second word mostly finds it told or searching.
         if several {
-            // More than this worker runs at once: a sibling may help once the steal
-            // grace has passed.
-            local.shared().idle().notify_fresh();
+            // More than this worker runs at once, and ripe: a sibling may help now.
+            local.shared().idle().notify_work();
         }
         local.finish_park(park);
     }

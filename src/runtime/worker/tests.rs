@@ -295,3 +295,92 @@ fn a_search_that_finds_nothing_parks_after_its_spins_once_a_socket_is_registered
     );
     local.shut_down_by_hand(guard);
 }
+
+/// Completes at once, after waking every owner it holds: the first into the handoff
+/// slot, each later one pushing the one before out of it, toward the queue.
+struct WakeAll(Vec<Slot>);
+
+impl Future for WakeAll {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        for owner in &self.0 {
+            owner.lock().unwrap().take().expect("asleep").wake();
+        }
+        Poll::Ready(())
+    }
+}
+
+#[test]
+fn only_a_polls_batch_waits_out_the_steal_grace() {
+    // Ages are read against a clock reading taken before the step that sets them, so
+    // "not ripe" holds however slowly the test runs; "ripe" holds for any reading.
+    let (shared, mut queues) = Shared::new(2, "ages".to_owned(), None, Default::default());
+    let local = Local::new(shared.clone(), 0, queues.remove(0));
+    let thief = Local::new(shared.clone(), 1, queues.remove(0));
+    // SAFETY: `local` outlives the guard, on this thread.
+    let guard = unsafe { context::WorkerGuard::new(&local) };
+    let ages = shared.queue_ages();
+    let owners: Vec<Slot> = (0..5).map(|_| Arc::new(Mutex::new(None))).collect();
+
+    // Spawned from the worker's thread between polls, as a socket's or a timer's waker
+    // would wake them: ripe at once.
+    let before = ages.now();
+    for owner in &owners {
+        let sleeper = Victim {
+            owner: owner.clone(),
+            dropped_polling: Arc::new(Mutex::new(None)),
+            wakes_on_drop: Vec::new(),
+        };
+        drop(Shared::spawn(&shared, sleeper, Location::caller()));
+    }
+    assert!(!local.queue.is_empty(), "spawned onto this worker's queue");
+    assert!(ages.is_ripe(0, before), "spawned between polls");
+    for _ in &owners {
+        let next = local.next_task().expect("a sleeper");
+        local.run_task(next);
+    }
+    assert!(local.put_resting_to_sleep());
+    assert!(local.queue.is_empty(), "all asleep");
+
+    // Woken between polls: ripe at once.
+    let before = ages.now();
+    owners[0].lock().unwrap().take().unwrap().wake();
+    assert!(ages.is_ripe(0, before), "woken between polls");
+    let next = local.next_task().expect("the sleeper woken");
+    local.run_task(next);
+    assert!(local.put_resting_to_sleep());
+
+    // Woken by a poll: the one pushed out of the handoff slot reach the queue together
+    // at its end, and wait out the grace.
+    drop(Shared::spawn(
+        &shared,
+        WakeAll(owners[1..].to_vec()),
+        Location::caller(),
+    ));
+    let next = local.next_task().expect("the waker");
+    let before = ages.now();
+    local.run_task(next);
+    assert!(!ages.is_ripe(0, before), "a poll's batch");
+
+    // Once it has waited out the grace, a thief takes half, and what it keeps of that is
+    // ripe on the thief's queue too.
+    std::thread::sleep(crate::tuning::STEAL_GRACE * 2);
+    let before = ages.now();
+    let super::Found::Process(stolen) = thief.steal() else {
+        panic!("the batch is ripe");
+    };
+    assert!(!thief.queue.is_empty(), "half of three, one run at once");
+    assert!(ages.is_ripe(1, before), "stolen");
+
+    stolen.discard();
+    thief.drain();
+    assert!(shared.begin_shutdown());
+    shared.registry().close_and_shutdown_all();
+    drop(guard);
+    local.drain();
+    shared.drain_injector();
+    for owner in &owners {
+        drop(owner.lock().unwrap().take());
+    }
+}
