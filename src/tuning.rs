@@ -37,7 +37,7 @@ pub(crate) const DISPLACED_BATCH: usize = 32;
 /// (processes that run for milliseconds wait one grace), and long next to a batch of
 /// short polls; 200 µs would hold such work back four times as long. (Go leaves a
 /// goroutine just made ready to its processor for a few µs before stealing it.) Only a
-/// poll's batch waits it out; a socket's or a timer's wakes are ripe at once.
+/// batch waits it out (`queue_age.rs`): a socket's or a timer's wakes alone do not.
 pub(crate) const STEAL_GRACE: Duration = Duration::from_micros(50);
 
 /// A worker looks at the global injector first every this many scheduling ticks, even

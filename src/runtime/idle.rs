@@ -14,14 +14,15 @@
 //! listener that has not started waiting yet, and `notify(1)` wakes nobody new while an
 //! earlier notification is still unconsumed.
 //!
-//! **Watchers.** A batch a poll puts on its worker's queue is *fresh*: thieves leave it
-//! to its owner for a grace (`queue_age.rs`), so a worker woken for it could only wait. At most
-//! one parked worker at a time is a *watcher*: it sleeps with a timeout and looks at the
-//! queues again when it ends, so fresh work is noticed without a wake-up
-//! ([`Idle::notify_fresh`] wakes nobody while a watcher sleeps). A worker becomes a
-//! watcher only after the fence of its last look, and stops being one (decrementing the
-//! count) before the fence of its next look. So a notifier that read the count as one,
-//! and skipped its wake-up, fenced before that next look, which therefore sees its work.
+//! **Watchers.** A batch a worker puts on its own queue (a poll's, the injector's) is
+//! *fresh*: thieves leave it to its owner for a grace (`queue_age.rs`), so a worker
+//! woken for it could only wait. At most one parked worker at a time is a *watcher*: it
+//! sleeps with a timeout and looks at the queues again when it ends, so fresh work is
+//! noticed without a wake-up ([`Idle::notify_fresh`] wakes nobody while a watcher
+//! sleeps). A worker becomes a watcher only after the fence of its last look, and stops
+//! being one (decrementing the count) before the fence of its next look. So a notifier
+//! that read the count as one, and skipped its wake-up, fenced before that next look,
+//! which therefore sees its work.
 
 use event_listener::Event;
 
@@ -56,9 +57,10 @@ impl Idle {
         self.notify_one(false);
     }
 
-    /// New work is in the caller's own queue, where thieves leave it for a grace: as
-    /// [`notify_work`](Self::notify_work), but wakes nobody while a watcher sleeps (it
-    /// will look when its timeout ends, by when the work can be stolen).
+    /// A batch, or work behind one, is in the caller's own queue, where thieves leave it
+    /// for a grace: as [`notify_work`](Self::notify_work), but wakes nobody while a
+    /// watcher sleeps (it will look when its timeout ends, by when the work can be
+    /// stolen).
     #[inline]
     pub(crate) fn notify_fresh(&self) {
         self.notify_one(true);

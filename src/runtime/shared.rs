@@ -58,7 +58,7 @@ pub(crate) struct Shared {
     id: u64,
     injector: Injector,
     stealers: Box<[Stealer]>,
-    /// How long each worker's queue has held work (thieves wait a grace).
+    /// How long each worker's queue has held a batch (thieves wait a grace).
     queue_ages: QueueAges,
     counters: Box<[CachePadded<WorkerCounters>]>,
     /// Each worker's held processes and the gate to them (`held.rs`).

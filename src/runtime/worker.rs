@@ -19,15 +19,15 @@
 //! 6. half of a random victim's queue (searching, at most half the workers at a time),
 //!    spinning a few rounds, then yielding its thread, before it parks (with a socket
 //!    registered, a searcher that finds no work anywhere parks after the spins, below).
-//!    A queue that a poll's batch filled less than
+//!    A queue that a batch (a poll's, the injector's) reached less than
 //!    [`STEAL_GRACE`](crate::tuning::STEAL_GRACE) ago is left to its owner; what a
-//!    socket's or a timer's waker queued is not held back (`queue_age.rs`). The parking
-//!    worker that sees the wheel's earliest deadline parks with a timeout to it. With
-//!    the `io` feature, a parked worker sleeps inside the I/O reactor and drives it
+//!    socket's or a timer's waker queued alone is not held back (`queue_age.rs`). The
+//!    parking worker that sees the wheel's earliest deadline parks with a timeout to it.
+//!    With the `io` feature, a parked worker sleeps inside the I/O reactor and drives it
 //!    (`worker/park.rs`): a socket's waker puts its process on that worker's queue.
 //!
 //! A worker that parks while only such fresh work exists parks as the *watcher* (one at
-//! a time, `idle.rs`): it sleeps until that work ripens and looks again. Work a busy
+//! a time, `idle.rs`): it sleeps until that work ripens and looks again. A batch a busy
 //! worker puts in its own queue meanwhile wakes nobody. A worker that finds no work at
 //! all sleeps until woken: it once watched on a timer while another worker was busy
 //! (every 50 µs, up to 16 times in a row), which saved the busy worker a futex wake-up
@@ -490,15 +490,24 @@ impl Local {
 
     /// A wake or spawn on this worker while it polls nothing (a timer, a socket's
     /// waker, a drop between polls): to the queue, where another worker may take it at
-    /// once. It is no poll's batch, so the queue's age is left as it is
-    /// (`queue_age.rs`): an empty queue's is already ripe.
+    /// once unless a batch whose clock runs is there before it (`queue_age.rs`).
     #[inline(never)]
     fn schedule_idle(&self, entry: Notified) {
+        let ages = self.shared.queue_ages();
+        if self.queue.is_empty() {
+            // No batch: a clock left running by a race with a thief stops.
+            ages.stop_clock(self.index);
+        }
         self.queue.push(entry);
         // A socket's waker run by the reactor this worker sleeps in: the worker wakes up
         // for it itself (`park.rs`).
         if !self.sleep.woke_self() {
-            self.shared.idle().notify_work();
+            if ages.clock_stopped(self.index) {
+                self.shared.idle().notify_work();
+            } else {
+                // Behind a fresh batch, it waits with it.
+                self.shared.idle().notify_fresh();
+            }
         }
     }
 
@@ -704,7 +713,7 @@ impl Local {
         self.handoff_streak.set(0);
         if let Some(entry) = self.queue.pop() {
             if self.queue.is_empty() {
-                self.shared.queue_ages().emptied(self.index);
+                self.shared.queue_ages().stop_clock(self.index);
             }
             self.found_work();
             return Some(entry.into());
@@ -714,14 +723,22 @@ impl Local {
         Some(entry.into())
     }
 
-    /// Puts `entry`, which a poll on this worker woke or spawned, at the back of this
-    /// worker's queue, noting when the queue fills (`queue_age.rs`).
+    /// Puts `entry`, part of a batch a poll on this worker woke or spawned, at the back
+    /// of this worker's queue.
     #[inline]
     fn enqueue(&self, entry: Notified) {
-        if self.queue.is_empty() {
-            self.shared.queue_ages().filled(self.index);
-        }
+        self.batch_arriving(self.queue.is_empty());
         self.queue.push(entry);
+    }
+
+    /// A batch is about to reach this worker's queue, which was empty just before if
+    /// `was_empty`: starts the queue's clock unless it runs (`queue_age.rs`).
+    #[inline]
+    fn batch_arriving(&self, was_empty: bool) {
+        let ages = self.shared.queue_ages();
+        if was_empty || ages.clock_stopped(self.index) {
+            ages.start_clock(self.index);
+        }
     }
 
     fn pop_injector(&self) -> Option<Notified> {
@@ -734,9 +751,7 @@ impl Local {
             {
                 Steal::Success(entry) => {
                     if !self.queue.is_empty() {
-                        if was_empty {
-                            self.shared.queue_ages().filled(self.index);
-                        }
+                        self.batch_arriving(was_empty);
                         // A batch came with it: let a sleeping worker help once it may.
                         self.shared.idle().notify_fresh();
                     }
@@ -832,6 +847,7 @@ impl Local {
                         bump(&self.counters().steals);
                         // The half taken has waited out its grace on the victim: ripe
                         // here too (`queue_age.rs`).
+                        ages.stop_clock(self.index);
                         return Found::Process(entry);
                     }
                     Steal::Empty => break,

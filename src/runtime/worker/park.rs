@@ -11,7 +11,7 @@
 //!   wake goes to this worker's own queue, and the worker comes out of the poll to run it
 //!   ([`Sleep::woke_self`]) instead of waking another worker to steal it; a batch of more
 //!   than one tells one sleeping sibling, which may take some at once (what a socket's
-//!   waker wakes is no poll's batch: `queue_age.rs`).
+//!   waker wakes is no batch: `queue_age.rs`).
 //!   That word goes out once the worker's own listener is gone: sent while it was still
 //!   registered, it could reach that listener (always, with no sibling asleep) and woke
 //!   the poll the worker had just left, one write to the driver's waker for nothing; a

@@ -47,15 +47,51 @@ impl Drop for Victim {
 /// Where a process leaves an internal reference to itself for the test to take.
 type Slot = Arc<Mutex<Option<Owner>>>;
 
-/// Completes at once, after waking the owner it holds, if any.
-struct Wake(Slot);
+/// A [`Victim`] that leaves its reference in `owner` and wakes nobody when dropped.
+fn sleeper(owner: &Slot) -> Victim {
+    Victim {
+        owner: owner.clone(),
+        dropped_polling: Arc::new(Mutex::new(None)),
+        wakes_on_drop: Vec::new(),
+    }
+}
 
-impl Future for Wake {
+/// Shuts a runtime whose workers a test drives by hand down as `Runtime::drop` does:
+/// its processes cancelled, the worker on this thread (`guard`'s) exiting its loop, each
+/// of `locals` draining what it holds. Then drops the references left in `owners`.
+fn shut_down<'a>(
+    shared: &Shared,
+    guard: context::WorkerGuard,
+    locals: &[&Local],
+    owners: impl IntoIterator<Item = &'a Slot>,
+) {
+    assert!(shared.begin_shutdown());
+    shared.registry().close_and_shutdown_all();
+    drop(guard);
+    for local in locals {
+        local.drain();
+    }
+    shared.drain_injector();
+    for owner in owners {
+        drop(owner.lock().unwrap().take());
+    }
+}
+
+/// Completes at once, after waking every owner it holds: the first into the handoff
+/// slot, each later one pushing the one before out of it, toward the queue.
+struct WakeAll(Vec<Slot>);
+
+impl Future for WakeAll {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if let Some(owner) = self.0.lock().unwrap().take() {
-            owner.wake();
+        for owner in &self.0 {
+            owner
+                .lock()
+                .unwrap()
+                .take()
+                .expect("its reference left")
+                .wake();
         }
         Poll::Ready(())
     }
@@ -90,12 +126,8 @@ impl Rig {
         let sleepers: Vec<_> = (0..sleepers)
             .map(|_| {
                 let owner = Arc::new(Mutex::new(None));
-                let sleeper = Victim {
-                    owner: owner.clone(),
-                    dropped_polling: Arc::new(Mutex::new(None)),
-                    wakes_on_drop: Vec::new(),
-                };
-                (owner, Shared::spawn(&shared, sleeper, Location::caller()))
+                let handle = Shared::spawn(&shared, sleeper(&owner), Location::caller());
+                (owner, handle)
             })
             .collect();
         let victim = Victim {
@@ -152,15 +184,14 @@ impl Rig {
     /// Shuts the runtime down as `Runtime::drop` does, the worker exiting its loop
     /// first: its drain at exit.
     fn shut_down(&mut self) {
-        assert!(self.shared.begin_shutdown());
-        self.shared.registry().close_and_shutdown_all();
-        drop(self.guard.take());
-        self.local.drain();
-        self.shared.drain_injector();
-        drop(self.owner.lock().unwrap().take());
-        for (owner, _) in &self.sleepers {
-            drop(owner.lock().unwrap().take());
-        }
+        let guard = self.guard.take().expect("not shut down yet");
+        let owners = self.sleepers.iter().map(|(owner, _)| owner);
+        shut_down(
+            &self.shared,
+            guard,
+            &[&self.local],
+            std::iter::once(&self.owner).chain(owners),
+        );
     }
 }
 
@@ -207,7 +238,7 @@ fn the_drain_at_exit_drops_a_future_in_the_handoff_slot_marked_as_polling() {
     assert!(rig.local.put_resting_to_sleep());
     // A poll on the worker wakes the victim into its handoff slot, `Running`, where the
     // shutdown finds it.
-    rig.spawn(Wake(rig.owner.clone()));
+    rig.spawn(WakeAll(vec![rig.owner.clone()]));
     rig.run_next();
     // SAFETY: the worker's slots, on its thread, between polls.
     let handed = unsafe {
@@ -296,23 +327,8 @@ fn a_search_that_finds_nothing_parks_after_its_spins_once_a_socket_is_registered
     local.shut_down_by_hand(guard);
 }
 
-/// Completes at once, after waking every owner it holds: the first into the handoff
-/// slot, each later one pushing the one before out of it, toward the queue.
-struct WakeAll(Vec<Slot>);
-
-impl Future for WakeAll {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        for owner in &self.0 {
-            owner.lock().unwrap().take().expect("asleep").wake();
-        }
-        Poll::Ready(())
-    }
-}
-
 #[test]
-fn only_a_polls_batch_waits_out_the_steal_grace() {
+fn only_a_batch_waits_out_the_steal_grace() {
     // Ages are read against a clock reading taken before the step that sets them, so
     // "not ripe" holds however slowly the test runs; "ripe" holds for any reading.
     let (shared, mut queues) = Shared::new(2, "ages".to_owned(), None, Default::default());
@@ -324,15 +340,12 @@ fn only_a_polls_batch_waits_out_the_steal_grace() {
     let owners: Vec<Slot> = (0..5).map(|_| Arc::new(Mutex::new(None))).collect();
 
     // Spawned from the worker's thread between polls, as a socket's or a timer's waker
-    // would wake them: ripe at once.
+    // wakes: ripe at once, even where a race with a thief left an empty queue's clock
+    // running.
+    ages.start_clock(0);
     let before = ages.now();
     for owner in &owners {
-        let sleeper = Victim {
-            owner: owner.clone(),
-            dropped_polling: Arc::new(Mutex::new(None)),
-            wakes_on_drop: Vec::new(),
-        };
-        drop(Shared::spawn(&shared, sleeper, Location::caller()));
+        drop(Shared::spawn(&shared, sleeper(owner), Location::caller()));
     }
     assert!(!local.queue.is_empty(), "spawned onto this worker's queue");
     assert!(ages.is_ripe(0, before), "spawned between polls");
@@ -343,44 +356,35 @@ fn only_a_polls_batch_waits_out_the_steal_grace() {
     assert!(local.put_resting_to_sleep());
     assert!(local.queue.is_empty(), "all asleep");
 
-    // Woken between polls: ripe at once.
-    let before = ages.now();
-    owners[0].lock().unwrap().take().unwrap().wake();
-    assert!(ages.is_ripe(0, before), "woken between polls");
-    let next = local.next_task().expect("the sleeper woken");
-    local.run_task(next);
-    assert!(local.put_resting_to_sleep());
-
-    // Woken by a poll: the one pushed out of the handoff slot reach the queue together
-    // at its end, and wait out the grace.
+    // A poll's batch starts the clock, also behind work woken between polls: the waker
+    // spawned, then a sleeper woken, both ripe.
     drop(Shared::spawn(
         &shared,
         WakeAll(owners[1..].to_vec()),
         Location::caller(),
     ));
+    let before = ages.now();
+    owners[0].lock().unwrap().take().unwrap().wake();
+    assert!(ages.is_ripe(0, before), "woken between polls");
     let next = local.next_task().expect("the waker");
     let before = ages.now();
+    // Its wakes, but the last, are pushed out of the handoff slot and reach the queue
+    // together when its poll ends.
     local.run_task(next);
     assert!(!ages.is_ripe(0, before), "a poll's batch");
 
-    // Once it has waited out the grace, a thief takes half, and what it keeps of that is
-    // ripe on the thief's queue too.
+    // Once the batch has waited out the grace, a thief takes half of the queue (the
+    // sleeper woken first and three of the batch), and what it keeps of that is ripe on
+    // its own queue, even where a race left the thief's empty queue's clock running.
     std::thread::sleep(crate::tuning::STEAL_GRACE * 2);
     let before = ages.now();
+    ages.start_clock(1);
     let super::Found::Process(stolen) = thief.steal() else {
         panic!("the batch is ripe");
     };
-    assert!(!thief.queue.is_empty(), "half of three, one run at once");
+    assert!(!thief.queue.is_empty(), "half of four, one run at once");
     assert!(ages.is_ripe(1, before), "stolen");
+    thief.queue.push(stolen);
 
-    stolen.discard();
-    thief.drain();
-    assert!(shared.begin_shutdown());
-    shared.registry().close_and_shutdown_all();
-    drop(guard);
-    local.drain();
-    shared.drain_injector();
-    for owner in &owners {
-        drop(owner.lock().unwrap().take());
-    }
+    shut_down(&shared, guard, &[&local, &thief], &owners);
 }
