@@ -127,9 +127,9 @@ mod tests {
         assert!(!ripe(started_at, started_at));
         assert!(!ripe(started_at, started_at + grace - 1));
         assert!(ripe(started_at, started_at + grace));
-        // A clock read before the fill (another thread's) is not ripe either.
+        // A clock read before the start (another thread's) is not ripe either.
         assert!(!ripe(started_at, started_at - 1));
-        // Unknown age: ripe.
+        // A stopped clock: ripe.
         assert!(ripe(STOPPED, 1));
     }
 
