@@ -494,7 +494,8 @@ impl Local {
     #[inline(never)]
     fn schedule_idle(&self, entry: Notified) {
         let ages = self.shared.queue_ages();
-        if self.queue.is_empty() {
+        let was_empty = self.queue.is_empty();
+        if was_empty {
             // No batch: a clock left running by a race with a thief stops.
             ages.stop_clock(self.index);
         }
@@ -502,7 +503,8 @@ impl Local {
         // A socket's waker run by the reactor this worker sleeps in: the worker wakes up
         // for it itself (`park.rs`).
         if !self.sleep.woke_self() {
-            if ages.clock_stopped(self.index) {
+            // Stopped just above if the queue was empty: no second look at the word.
+            if was_empty || ages.clock_stopped(self.index) {
                 self.shared.idle().notify_work();
             } else {
                 // Behind a fresh batch, it waits with it.
