@@ -94,8 +94,9 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// `AsyncFd` leaves the operating system's registration of whatever now has the old
     /// descriptor's number alone. The `AsyncFd` knows the descriptor by its number, so
     /// a new one that the system gives the old number (the old one closed first) is
-    /// taken for the old one, and waits on it never end. To wait on another value,
-    /// make an `AsyncFd` of it.
+    /// taken for the old one, and waits on it never end. A replaced value kept open
+    /// stays registered with the driver until it is closed, so an `AsyncFd` of it fails
+    /// (`EEXIST`) until then. To wait on another value, make an `AsyncFd` of it.
     ///
     /// ```
     /// # csp::block_on(async {
@@ -127,9 +128,10 @@ impl<T: AsRawFd> AsyncFd<T> {
     }
 
     /// Leaves the driver. The operating system's registration is removed only if
-    /// `inner` still holds the descriptor registered: if it was replaced
-    /// ([`get_mut`](AsyncFd::get_mut)), the registered one is closed, its registration
-    /// went with it, and its number may be another source's now.
+    /// `inner` still holds the descriptor registered. If it was replaced
+    /// ([`get_mut`](AsyncFd::get_mut)), the registered descriptor's number may be
+    /// another source's now (the old one closed), so only the driver's slot is let go:
+    /// an old descriptor still open stays registered until it is closed.
     fn leave(&self, inner: &T) {
         if inner.as_raw_fd() == self.fd {
             self.registration.deregister(&mut SourceFd(&self.fd));
@@ -328,14 +330,17 @@ impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
     ///
     /// ```
     /// # csp::block_on(async {
-    /// use std::io::Read;
-    /// let (_a, b) = std::os::unix::net::UnixStream::pair()?;
+    /// use std::io::{ErrorKind, Read, Write};
+    /// let (mut a, b) = std::os::unix::net::UnixStream::pair()?;
     /// b.set_nonblocking(true)?;
+    /// a.write_all(b"hi")?;
     /// let b = csp::net::AsyncFd::new(b)?;
-    /// let mut guard = b.writable().await?;
-    /// // Found not readable after all (say): the next wait waits for a new event.
-    /// let mut buf = [0; 1];
-    /// assert!((&*guard.get_ref().get_ref()).read(&mut buf).is_err());
+    /// let mut guard = b.readable().await?;
+    /// let mut buf = [0; 8];
+    /// assert_eq!((&*guard.get_ref().get_ref()).read(&mut buf)?, 2);
+    /// // Drained: not readable after all, and the next wait waits for a new event.
+    /// let err = (&*guard.get_ref().get_ref()).read(&mut buf).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::WouldBlock);
     /// guard.clear_ready();
     /// # std::io::Result::Ok(()) }).unwrap();
     /// ```

@@ -4,16 +4,21 @@
 //! found.
 //!
 //! A read that returns fewer bytes than it asked for has emptied the socket's receive
-//! queue. (Tokio assumes the same. A TCP read that stops at the mark of urgent data the
-//! peer sent, or a Unix socket's that stops between two writers' bytes with
-//! `SO_PASSCRED` set, can leave bytes queued that no event reports until more arrive.)
-//! Clearing the readiness then (tokio's rule) saves the next read a call that will most
-//! likely get `WouldBlock`; leaving it standing lets the next read take bytes that came
-//! meanwhile without waiting for the driver to report them (a poll, a dispatch, a wake,
-//! a schedule), which costs several times that call. Which pays depends on the peer and
-//! the load (docs/performance.md, "Reading ahead, learned per socket"). Both choices are
-//! correct: bytes that arrive after the read report a new edge, which the clear cannot
-//! erase (the tick rule of `readiness.rs`). This is only about cost.
+//! queue, as tokio also assumes. Clearing the readiness then (tokio's rule) saves the
+//! next read a call that will most likely get `WouldBlock`; leaving it standing lets the
+//! next read take bytes that came meanwhile without waiting for the driver to report
+//! them (a poll, a dispatch, a wake, a schedule), which costs several times that call.
+//! Which pays depends on the peer and the load (docs/performance.md, "Reading ahead,
+//! learned per socket"). Bytes that arrive after the read report a new edge, which the
+//! clear cannot erase (the tick rule of `readiness.rs`), so for them the choice is only
+//! about cost.
+//!
+//! The assumption fails where the kernel ends a read early with bytes still queued: a
+//! TCP read that stops at the mark of urgent data the peer sent, and a Unix stream's that
+//! stops after a message that carried descriptors (`SCM_RIGHTS`) or, with `SO_PASSCRED`
+//! set, between two writers' bytes. There a clear, as tokio's, leaves those bytes
+//! unread until the peer sends more (or the connection's timeout ends it); a read ahead
+//! takes them. The peer chooses to send these, so it stalls only its own connection.
 //!
 //! Each source keeps a score. A *read ahead* is a read that runs on the readiness its
 //! previous, short, read left standing, with no event since (the word's tick is the

@@ -1,5 +1,6 @@
 //! What the driver keeps for one registered I/O source: its readiness word and the waker
-//! slot of each direction. Its address is the source's token in the driver's poll.
+//! slot of each direction. The driver keeps it in a slot of its own, whose index and
+//! generation make the source's token in the driver's poll (`driver.rs`).
 //!
 //! An operation waits for readiness in its direction ([`poll_ready`](ScheduledIo::poll_ready)),
 //! tries the system call, and on `WouldBlock` clears what it saw
