@@ -517,6 +517,34 @@ fn a_socket_is_served_while_the_worker_that_left_the_driver_is_stuck_in_a_poll()
 }
 
 #[test]
+#[cfg(target_os = "linux")]
+fn a_replaced_async_fd_value_kept_open_stays_registered_until_closed() {
+    // Dropping the `AsyncFd` cannot tell a replaced descriptor still open from one whose
+    // number is another's now, so it leaves the registration alone: the kept value
+    // cannot be registered again until it is closed, and nothing leaks once it is.
+    let fds = Fds::start();
+    bounded(LIMIT, || {
+        use std::os::unix::net::UnixStream as StdStream;
+        let rt = common::runtime(1, "io-kept");
+        let (a, _a_peer) = StdStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let mut fd = rt.block_on(async { csp::net::AsyncFd::new(a) }).unwrap();
+        let (b, _b_peer) = StdStream::pair().unwrap();
+        let kept = std::mem::replace(fd.get_mut(), b);
+        drop(fd);
+        let again = rt.block_on(async { csp::net::AsyncFd::new(kept) });
+        let err = again.map(drop).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists, "{err}");
+        // Closed by the failed `new`: a fresh pair registers as usual.
+        let (c, _c_peer) = StdStream::pair().unwrap();
+        c.set_nonblocking(true).unwrap();
+        drop(rt.block_on(async { csp::net::AsyncFd::new(c) }).unwrap());
+        assert_processes_gone(&rt);
+    });
+    fds.assert_none_left();
+}
+
+#[test]
 fn an_async_fd_whose_value_was_replaced_leaves_the_old_number_alone() {
     // Replacing the value inside an `AsyncFd` closes the registered descriptor; a
     // stream that gets its number next registers with the same driver, and dropping the

@@ -95,8 +95,9 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// descriptor's number alone. The `AsyncFd` knows the descriptor by its number, so
     /// a new one that the system gives the old number (the old one closed first) is
     /// taken for the old one, and waits on it never end. A replaced value kept open
-    /// stays registered with the driver until it is closed, so an `AsyncFd` of it fails
-    /// (`EEXIST`) until then. To wait on another value, make an `AsyncFd` of it.
+    /// stays registered with the operating system's poll until it is closed (on Linux
+    /// an `AsyncFd` of it fails with `AlreadyExists` until then). To wait on another
+    /// value, make an `AsyncFd` of it.
     ///
     /// ```
     /// # csp::block_on(async {
