@@ -91,7 +91,7 @@ mod imp {
     }
 
     pub(crate) mod thread {
-        pub(crate) use std::thread::{Builder, JoinHandle, yield_now};
+        pub(crate) use std::thread::{Builder, JoinHandle, Thread, current, park, yield_now};
     }
 
     /// A hint that this thread is spinning on a value another thread will change.
@@ -250,7 +250,7 @@ mod imp {
     }
 
     pub(crate) mod thread {
-        pub(crate) use loom::thread::yield_now;
+        pub(crate) use loom::thread::{Thread, current, park, yield_now};
         // Worker and pool threads are real OS threads even under loom: the models drive
         // workers by hand and never start them.
         pub(crate) use std::thread::{Builder, JoinHandle};

@@ -10,9 +10,9 @@
 //!
 //! With a `SeqCst` fence on both sides, either the worker's last look sees the new work,
 //! or the notifier sees the worker still searching (it will look again) or registered as
-//! a sleeper (it gets the notification). `event-listener` keeps a notification sent to a
-//! listener that has not started waiting yet, and `notify(1)` wakes nobody new while an
-//! earlier notification is still unconsumed.
+//! a sleeper (it gets the notification). [`IdleEvent`] keeps a notification sent to a
+//! listener that has not started waiting yet, and wakes nobody new while an earlier
+//! notification is still unconsumed.
 //!
 //! **Watchers.** A batch a worker puts on its own queue (a poll's, the injector's) is
 //! *fresh*: thieves leave it to its owner for a grace (`queue_age.rs`), so a worker
@@ -24,9 +24,8 @@
 //! that read the count as one, and skipped its wake-up, fenced before that next look,
 //! which therefore sees its work.
 
-use event_listener::Event;
-
 use crate::loom::sync::atomic::{AtomicUsize, Ordering, fence};
+use crate::runtime::idle_event::IdleEvent;
 
 pub(crate) struct Idle {
     /// Workers looking for work to steal.
@@ -37,7 +36,7 @@ pub(crate) struct Idle {
     /// module docs).
     watchers: AtomicUsize,
     /// What sleeping workers wait on.
-    event: Event,
+    event: IdleEvent,
     workers: usize,
 }
 
@@ -47,7 +46,7 @@ impl Idle {
             searching: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
             watchers: AtomicUsize::new(0),
-            event: Event::new(),
+            event: IdleEvent::new(workers),
             workers,
         }
     }
@@ -78,7 +77,7 @@ impl Idle {
             && !(fresh && self.watchers.load(Ordering::Relaxed) > 0)
             && self.sleepers.load(Ordering::Relaxed) > 0
         {
-            self.event.notify(1);
+            self.event.notify_one();
         }
     }
 
@@ -102,7 +101,7 @@ impl Idle {
 
     /// Wakes every sleeper (shutdown).
     pub(crate) fn notify_all(&self) {
-        self.event.notify(usize::MAX);
+        self.event.notify_all();
     }
 
     /// Counts the caller as searching, unless half the workers already are (more
@@ -127,8 +126,8 @@ impl Idle {
         self.searching.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
-    /// Counts the caller as a sleeper. It must then register a listener on
-    /// [`event`](Self::event) (on its stack, so parking allocates nothing), call
+    /// Counts the caller as a sleeper. It must then listen on
+    /// [`event`](Self::event) (which allocates nothing), call
     /// [`registered`](Self::registered), look at every queue once more, and either wait
     /// on the listener or call `finish_park`.
     pub(crate) fn begin_park(&self) {
@@ -137,7 +136,7 @@ impl Idle {
     }
 
     /// What sleeping workers wait on.
-    pub(crate) fn event(&self) -> &Event {
+    pub(crate) fn event(&self) -> &IdleEvent {
         &self.event
     }
 

@@ -3,7 +3,8 @@
 //! - `builder.rs`, `runtime.rs`, `handle.rs`, `default.rs`: configuring, owning and
 //!   reaching a runtime;
 //! - `worker.rs`: the worker loop and scheduling policy (start reading here);
-//! - `queue.rs`, `idle.rs`: run queues, and searching/parking workers;
+//! - `queue.rs`, `idle.rs`, `idle_event.rs`: run queues, searching and parking workers,
+//!   and what parked workers sleep on;
 //! - `shared.rs`: what workers, handles and processes share;
 //! - `registry.rs`: the live processes, for shutdown and dumps;
 //! - `blocking.rs`: the `spawn_blocking` pool;
@@ -39,6 +40,7 @@ mod handle;
 pub(crate) mod held;
 mod hooks;
 mod idle;
+mod idle_event;
 mod info;
 mod latch;
 mod metrics;

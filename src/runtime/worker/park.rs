@@ -1,4 +1,4 @@
-//! How a worker with nothing to do sleeps: on the idle event (`idle.rs`), until it is
+//! How a worker with nothing to do sleeps: on the idle event (`idle.rs`, `idle_event.rs`), until it is
 //! notified or the timer wheel's earliest deadline passes. [`run`] is the worker loop:
 //! rounds of `Local::step`, and a sleep whenever one says `Park`.
 //!
@@ -32,11 +32,9 @@
 //! stealing before a park are the same either way. Under loom the driver polls a model
 //! of the operating system's poll (`driver/selector.rs`), and a timed sleep ends at once.
 
-use std::future::Future;
 use std::time::Instant;
 
-use event_listener::{Listener, listener};
-
+use crate::runtime::idle_event::Listener;
 use crate::runtime::worker::{Local, Step};
 
 #[cfg(all(test, loom, feature = "io"))]
@@ -68,7 +66,7 @@ mod plain {
     /// finds work.
     pub(crate) fn park(local: &Local) {
         local.shared().idle().begin_park();
-        listener!(local.shared().idle().event() => listener);
+        let listener = local.shared().idle().event().listen(local.index());
         if let Some(park) = local.prepare_park() {
             local.sleep.wait(listener, local.deadline(park));
             local.finish_park(park);
@@ -84,10 +82,7 @@ mod plain {
         }
 
         /// Blocks until `listener` is notified or `deadline` passes.
-        pub(crate) fn wait<L>(&self, listener: L, deadline: Option<Instant>)
-        where
-            L: Listener<()> + Future<Output = ()> + Unpin,
-        {
+        pub(crate) fn wait(&self, listener: Listener<'_>, deadline: Option<Instant>) {
             wait_on_listener(listener, deadline);
         }
 
@@ -100,10 +95,7 @@ mod plain {
 }
 
 /// Blocks the thread until `listener` is notified or `deadline` passes.
-fn wait_on_listener<L>(listener: L, deadline: Option<Instant>)
-where
-    L: Listener<()> + Future<Output = ()> + Unpin,
-{
+fn wait_on_listener(listener: Listener<'_>, deadline: Option<Instant>) {
     match deadline {
         // loom has no clock: a timed sleep ends at once, the earliest it may.
         #[cfg(loom)]
@@ -122,7 +114,6 @@ mod tests;
 #[cfg(feature = "io")]
 mod driven {
     use std::cell::Cell;
-    use std::pin::Pin;
     use std::task::Context;
     use std::time::Duration;
 
@@ -161,7 +152,7 @@ mod driven {
     pub(crate) fn park(local: &Local) {
         let (park, several) = {
             local.shared().idle().begin_park();
-            listener!(local.shared().idle().event() => listener);
+            let listener = local.shared().idle().event().listen(local.index());
             let Some(park) = local.prepare_park() else {
                 return;
             };
@@ -216,15 +207,12 @@ mod driven {
         /// other worker holds it, else on the listener. True if the events woke more
         /// than one process onto this worker, which a sibling should hear of once
         /// `listener` is gone (`park`).
-        pub(crate) fn wait<L>(
+        pub(crate) fn wait(
             &self,
             shared: &Shared,
-            mut listener: L,
+            mut listener: Listener<'_>,
             deadline: Option<Instant>,
-        ) -> bool
-        where
-            L: Listener<()> + Future<Output = ()> + Unpin,
-        {
+        ) -> bool {
             let Some((driver, held)) = shared
                 .io()
                 .and_then(|driver| Some((driver, driver.try_hold()?)))
@@ -233,8 +221,8 @@ mod driven {
                 return false;
             };
             // A notification now wakes the driver's poll.
-            let mut cx = Context::from_waker(driver.waker());
-            if Pin::new(&mut listener).poll(&mut cx).is_ready() {
+            let cx = Context::from_waker(driver.waker());
+            if listener.poll_notified(&cx).is_ready() {
                 return false;
             }
             let _awake = Awake(self);
@@ -263,7 +251,7 @@ mod driven {
                     break;
                 }
                 if self.woken.get() > 0
-                    || Pin::new(&mut listener).poll(&mut cx).is_ready()
+                    || listener.poll_notified(&cx).is_ready()
                     || driver.is_shut_down()
                 {
                     break;

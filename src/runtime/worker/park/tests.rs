@@ -8,9 +8,7 @@ use std::os::unix::net::UnixStream as StdUnixStream;
 use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
-
-use event_listener::Listener;
+use std::time::Instant;
 
 use crate::runtime::driver::Registration;
 use crate::runtime::driver::readiness::Direction;
@@ -65,14 +63,14 @@ fn park_woken_by_two_reads(sibling_asleep: bool) -> (usize, usize, bool) {
     let idle = shared.idle();
     let sibling = sibling_asleep.then(|| {
         idle.begin_park();
-        idle.event().listen()
+        idle.event().listen(1)
     });
     // Both bytes are there before the poll: one batch of two events wakes both readers
     // onto this worker, and its park ends.
     super::driven::park(&local);
     let wakes = driver.waker_wakes() - wakes;
     let sibling_told = sibling.is_some_and(|sibling| {
-        let told = sibling.wait_timeout(Duration::ZERO).is_some();
+        let told = sibling.wait_deadline(Instant::now());
         idle.finish_park();
         told
     });
