@@ -11,13 +11,14 @@
 //! - A worker's wait ends once it is notified and *consumes* the notification. A
 //!   listener dropped while notified, its notification not consumed (its last look
 //!   found work, or its timed sleep ended first), passes it to the next worker
-//!   listening.
+//!   listening, unless another notification is still unconsumed (after `notify_all`,
+//!   say), as a `notify_one` would.
 //! - A listener waits either blocking its thread or as a future, polled with a waker
 //!   (the I/O driver's, for a worker asleep in the driver's poll).
 //!
-//! The queue is under a lock held only to move a worker in or out of it: a notifier
-//! takes what wakes the worker (its thread, or the waker it was polled with) under the
-//! lock and wakes it after letting go. A wake that a system call carries out (a
+//! The queue is under a lock held only to move a worker in or out of it and to record
+//! what wakes it (its thread, or the waker it was polled with): a notifier takes that
+//! under the lock and wakes it after letting go. A wake that a system call carries out (a
 //! `futex` wake, or the driver's waker) then never runs with the lock held: a notifier
 //! preempted in that call (two cores shared with a load generator) held the lock of the
 //! event this replaces, and a worker coming to listen waited for the notifier to run
@@ -380,17 +381,25 @@ mod tests {
     #[test]
     fn a_blocked_thread_is_woken_and_a_timed_wait_ends() {
         let event = Arc::new(IdleEvent::new(2));
-        let waiting = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let (woken, was_woken) = std::sync::mpsc::channel();
         let thread = {
-            let (event, waiting) = (event.clone(), waiting.clone());
+            let event = event.clone();
             std::thread::spawn(move || {
-                let listener = event.listen(1);
-                waiting.wait();
-                listener.wait();
+                event.listen(1).wait();
+                woken.send(()).unwrap();
             })
         };
-        waiting.wait();
+        // Once it has recorded its thread it parks, or is about to: the unpark is what
+        // must reach it, not a notification its first look would find.
+        let start = Instant::now();
+        while !matches!(event.queue.lock().slots[1].wake, Wake::Thread(_)) {
+            assert!(start.elapsed() < Duration::from_secs(10), "never waited");
+            std::thread::yield_now();
+        }
         event.notify_one();
+        was_woken
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the blocked thread was woken");
         thread.join().unwrap();
         let start = Instant::now();
         let listener = event.listen(0);
