@@ -126,10 +126,9 @@ impl Idle {
         self.searching.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
-    /// Counts the caller as a sleeper. It must then listen on
-    /// [`event`](Self::event) (which allocates nothing), call
-    /// [`registered`](Self::registered), look at every queue once more, and either wait
-    /// on the listener or call `finish_park`.
+    /// Counts the caller as a sleeper. It must then listen on [`event`](Self::event)
+    /// (which allocates nothing), call [`registered`](Self::registered), look at every
+    /// queue once more, and either wait on the listener or call `finish_park`.
     pub(crate) fn begin_park(&self) {
         // SeqCst: part of the handshake in the module docs.
         self.sleepers.fetch_add(1, Ordering::SeqCst);

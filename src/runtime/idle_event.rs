@@ -13,8 +13,8 @@
 //!   found work, or its timed sleep ended first), passes it to the next worker
 //!   listening, unless another notification is still unconsumed (after `notify_all`,
 //!   say), as a `notify_one` would.
-//! - A listener waits either blocking its thread or as a future, polled with a waker
-//!   (the I/O driver's, for a worker asleep in the driver's poll).
+//! - A listener waits blocking its thread, or is polled with a waker (the I/O
+//!   driver's, for a worker asleep in the driver's poll).
 //!
 //! The queue is under a lock held only to move a worker in or out of it and to record
 //! what wakes it (its thread, or the waker it was polled with): a notifier takes that
@@ -26,7 +26,9 @@
 //!
 //! A wake that arrives after the worker stopped waiting is spurious for its next sleep:
 //! a blocking wait parks its thread again until it finds itself notified, and the
-//! driver's poll sleeps on when its listener is not.
+//! driver's poll sleeps on when its listener is not. A late unpark reaches the thread's
+//! own park token, which whatever else parks a worker thread (`wait/parker.rs`) loops
+//! past: it returns once, spuriously, and looks at its own flag.
 
 use std::collections::VecDeque;
 use std::task::{Context, Poll, Waker};

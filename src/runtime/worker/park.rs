@@ -1,6 +1,7 @@
-//! How a worker with nothing to do sleeps: on the idle event (`idle.rs`, `idle_event.rs`), until it is
-//! notified or the timer wheel's earliest deadline passes. [`run`] is the worker loop:
-//! rounds of `Local::step`, and a sleep whenever one says `Park`.
+//! How a worker with nothing to do sleeps: on the idle event (`idle.rs`,
+//! `idle_event.rs`), until it is notified or the timer wheel's earliest deadline passes.
+//! [`run`] is the worker loop: rounds of `Local::step`, and a sleep whenever one says
+//! `Park`.
 //!
 //! With the `io` feature, a worker that parks holds the runtime's I/O driver if no other
 //! worker does (`runtime/driver/`), and sleeps in its poll instead of on the event:
