@@ -78,6 +78,15 @@ struct Slot {
     wake: Wake,
 }
 
+impl Default for Slot {
+    fn default() -> Slot {
+        Slot {
+            state: State::Idle,
+            wake: Wake::Nothing,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Queue {
     /// The workers listening and not notified, longest first.
@@ -109,15 +118,6 @@ impl Queue {
         debug_assert_eq!(self.slots[index].state, State::Notified);
         self.notified -= 1;
         self.slots[index] = Slot::default();
-    }
-}
-
-impl Default for Slot {
-    fn default() -> Slot {
-        Slot {
-            state: State::Idle,
-            wake: Wake::Nothing,
-        }
     }
 }
 
@@ -289,30 +289,11 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::task::test_wakers::counting;
 
-    /// A waker that counts its wakes.
-    #[derive(Default)]
-    struct Count(std::sync::atomic::AtomicUsize);
-
-    impl std::task::Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.wake_by_ref();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-    }
-
-    impl Count {
-        fn get(&self) -> usize {
-            self.0.load(std::sync::atomic::Ordering::SeqCst)
-        }
-    }
-
-    fn poll(listener: &mut Listener<'_>, waker: &Arc<Count>) -> bool {
-        let waker = Waker::from(waker.clone());
+    fn poll(listener: &mut Listener<'_>, waker: &Waker) -> bool {
         listener
-            .poll_notified(&Context::from_waker(&waker))
+            .poll_notified(&Context::from_waker(waker))
             .is_ready()
     }
 
@@ -327,37 +308,41 @@ mod tests {
     #[test]
     fn one_unconsumed_notification_holds_back_the_next() {
         let event = IdleEvent::new(2);
-        let (a, b) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        let ((a, a_waker), (b, b_waker)) = (counting(), counting());
         let mut first = event.listen(0);
         let mut second = event.listen(1);
-        assert!(!poll(&mut first, &a) && !poll(&mut second, &b));
+        assert!(!poll(&mut first, &a_waker) && !poll(&mut second, &b_waker));
         event.notify_one();
         event.notify_one();
-        assert_eq!((a.get(), b.get()), (1, 0), "the longest listening, once");
-        assert!(poll(&mut first, &a), "consumed");
+        assert_eq!(
+            (a.wakes(), b.wakes()),
+            (1, 0),
+            "the longest listening, once"
+        );
+        assert!(poll(&mut first, &a_waker), "consumed");
         drop(first);
         event.notify_one();
-        assert_eq!(b.get(), 1, "the next, once the first was consumed");
-        assert!(poll(&mut second, &b));
+        assert_eq!(b.wakes(), 1, "the next, once the first was consumed");
+        assert!(poll(&mut second, &b_waker));
     }
 
     #[test]
     fn a_notified_listener_dropped_passes_it_on() {
         let event = IdleEvent::new(3);
-        let count = Arc::new(Count::default());
+        let (count, waker) = counting();
         let first = event.listen(0);
         let mut second = event.listen(1);
         let mut third = event.listen(2);
-        assert!(!poll(&mut second, &count) && !poll(&mut third, &count));
+        assert!(!poll(&mut second, &waker) && !poll(&mut third, &waker));
         event.notify_one();
         drop(first);
-        assert_eq!(count.get(), 1, "passed to the next, and to it alone");
-        assert!(poll(&mut second, &count));
-        assert!(!poll(&mut third, &count));
+        assert_eq!(count.wakes(), 1, "passed to the next, and to it alone");
+        assert!(poll(&mut second, &waker));
+        assert!(!poll(&mut third, &waker));
         // A listener that stops listening un-notified takes nothing from the others.
         drop(third);
         event.notify_one();
-        assert_eq!(count.get(), 1, "nobody listens");
+        assert_eq!(count.wakes(), 1, "nobody listens");
         let fourth = event.listen(2);
         assert!(
             !fourth.wait_deadline(Instant::now()),
@@ -368,15 +353,15 @@ mod tests {
     #[test]
     fn notify_all_wakes_every_listener() {
         let event = IdleEvent::new(3);
-        let count = Arc::new(Count::default());
+        let (count, waker) = counting();
         let mut listeners: Vec<_> = (0..3).map(|i| event.listen(i)).collect();
         for listener in &mut listeners {
-            assert!(!poll(listener, &count));
+            assert!(!poll(listener, &waker));
         }
         event.notify_all();
-        assert_eq!(count.get(), 3);
+        assert_eq!(count.wakes(), 3);
         for listener in &mut listeners {
-            assert!(poll(listener, &count));
+            assert!(poll(listener, &waker));
         }
     }
 

@@ -664,12 +664,14 @@ impl Local {
 
     #[inline(never)]
     fn publish_displaced_now(&self) {
+        // One batch: its clock is seen to once, not for each process in it.
+        self.batch_arriving(self.queue.is_empty());
         // SAFETY: this worker's slots, between polls or behind the open gate of
-        // `fill_handoff`; `enqueue` does not touch them.
+        // `fill_handoff`; the queue's push does not touch them.
         unsafe {
             self.held().with_slots(|slots| {
                 for entry in slots.displaced.drain(..) {
-                    self.enqueue(entry);
+                    self.queue.push(entry);
                 }
             });
         }
