@@ -280,7 +280,15 @@ fn not_while_blocking_work_drops_what_it_returned() {
         completes(async {
             let (tx, rx) = csp::channel::<u8>();
             let waiter = csp::spawn(async move { rx.recv().await });
-            drop(csp::spawn_blocking(move || SendsOnDrop(Some(tx))));
+            // The work returns only once its handle is gone, so the pool's thread drops
+            // the output: had it finished first, the handle's drop would drop it here,
+            // inside `block_on`, where its blocking send may not run.
+            let (handle_gone, wait_for_handle) = std::sync::mpsc::channel::<()>();
+            drop(csp::spawn_blocking(move || {
+                wait_for_handle.recv().unwrap();
+                SendsOnDrop(Some(tx))
+            }));
+            handle_gone.send(()).unwrap();
             assert_eq!(waiter.await.unwrap(), Ok(1));
         });
     });
